@@ -1,0 +1,262 @@
+"""The CCQ operator: q'_t = (I - lam_t * Sigma_t) q_t, Sigma_t the running covariance of the keys.
+
+Three implementations of one definition, as fla keeps its operators:
+
+- ``contract_query``: the parallel form for a whole sequence. The only non-elementwise term,
+  ``sum_{j<=t} k_j (k_j^T q_t)``, is causal linear attention with values = keys and no decay: a
+  vectorised chunked torch computation on CPU, fla's ``chunk_simple_gla`` kernel on CUDA.
+- ``contract_query_step``: one decoding token, a Welford update of the constant-size state.
+- ``naive_contract_query``: per position, straight from the definition, in float64. Slow; for tests.
+
+Numerics: the raw-moment form ``Cbar_t - mu_t mu_t^T`` cancels catastrophically when keys share a
+large mean. Sigma is shift-invariant, so the fast path works on keys shifted by a fixed centre
+(the carried mean, or the mean of the first chunk), which keeps every accumulated term O(spread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+SIGMA_SCALES = ("none", "trace")
+TRACE_EPS = 1e-6
+
+
+@dataclass
+class CCQState:
+    """Running key statistics of one layer, per sequence and head; constant size in T.
+
+    count: ``[N]`` int64, keys seen so far per sequence.
+    mean:  ``[N, H, D]``, running key mean mu_t.
+    cov:   ``[N, H, D, D]``, running key covariance Sigma_t (centred second moment / count).
+    mean/cov are float32, or float64 when the inputs are float64.
+    """
+
+    count: torch.Tensor
+    mean: torch.Tensor
+    cov: torch.Tensor
+
+    def select(self, index: int | slice) -> "CCQState":
+        if isinstance(index, int):
+            index = slice(index, index + 1)
+        return CCQState(self.count[index], self.mean[index], self.cov[index])
+
+    @staticmethod
+    def cat(states: list["CCQState"]) -> "CCQState":
+        return CCQState(
+            torch.cat([s.count for s in states]),
+            torch.cat([s.mean for s in states]),
+            torch.cat([s.cov for s in states]),
+        )
+
+
+def _stat_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _check_sigma_scale(sigma_scale: str) -> None:
+    if sigma_scale not in SIGMA_SCALES:
+        raise ValueError(f"sigma_scale must be one of {SIGMA_SCALES}, got {sigma_scale!r}")
+
+
+def _apply_trace_scale(sigma_q: torch.Tensor, trace: torch.Tensor) -> torch.Tensor:
+    # 'trace': Sigma / (tr Sigma + eps) keeps |Sigma q| <= |q|, whatever the scale of the keys.
+    return sigma_q / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
+
+
+def causal_key_attention(q: torch.Tensor, k: torch.Tensor, initial: torch.Tensor, chunk_size: int = 64) -> torch.Tensor:
+    """``initial q_t + sum_{j<=t} k_j (k_j^T q_t)`` for ``q, k: [B, T, H, D]``, ``initial: [B, H, D, D]``.
+
+    Causal linear attention with v = k, no decay and scale 1. On CUDA it runs fla's chunked kernel;
+    elsewhere a vectorised chunked torch form: intra-chunk masked scores, inter-chunk prefix sums of
+    the chunk outer products (no Python loop over chunks).
+    """
+    if q.is_cuda:
+        from fla.ops.simple_gla import chunk_simple_gla
+
+        out, _ = chunk_simple_gla(q, k, k, scale=1.0, initial_state=initial.contiguous())
+        return out
+    B, T, H, D = q.shape
+    C = chunk_size
+    pad = (-T) % C
+    if pad:
+        # zero keys add nothing to any sum; rows of zero queries are dropped below
+        q = torch.nn.functional.pad(q, (0, 0, 0, 0, 0, pad))
+        k = torch.nn.functional.pad(k, (0, 0, 0, 0, 0, pad))
+    NC = (T + pad) // C
+    qc = q.reshape(B, NC, C, H, D).permute(0, 3, 1, 2, 4)  # [B, H, NC, C, D]
+    kc = k.reshape(B, NC, C, H, D).permute(0, 3, 1, 2, 4)
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    scores = (qc @ kc.transpose(-1, -2)).masked_fill(~causal, 0)
+    intra = scores @ kc
+    outer = kc.transpose(-1, -2) @ kc  # [B, H, NC, D, D]
+    before = outer.cumsum(dim=2) - outer + initial.unsqueeze(2)  # state entering each chunk
+    inter = qc @ before  # each prefix is symmetric, so q @ P == (P q)^T
+    out = (intra + inter).permute(0, 2, 3, 1, 4).reshape(B, NC * C, H, D)
+    return out[:, :T]
+
+
+def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
+    """contract_query for B independent, unpadded sequences."""
+    B, T, H, D = q.shape
+    f = _stat_dtype(q)
+    qf, kf, lamf = q.to(f), k.to(f), lam.to(f)
+    if state is None:
+        n0 = torch.zeros(B, dtype=f, device=q.device)
+        carried_mean = torch.zeros(B, H, D, dtype=f, device=q.device)
+        carried_cov = torch.zeros(B, H, D, D, dtype=f, device=q.device)
+    else:
+        n0 = state.count.to(f)
+        carried_mean, carried_cov = state.mean.to(f), state.cov.to(f)
+
+    # The centre: the carried mean when there is one, else the mean of the first chunk of keys.
+    # Sigma does not depend on it, so it carries no gradient.
+    first_chunk_mean = kf[:, :chunk_size].mean(dim=1)
+    has_state = (n0 > 0).view(B, 1, 1)
+    centre = torch.where(has_state, carried_mean, first_chunk_mean).detach()
+
+    kc = kf - centre.unsqueeze(1)
+    d0 = (carried_mean - centre) * has_state
+    s0 = n0.view(B, 1, 1) * d0  # carried sum of shifted keys
+    p0 = n0.view(B, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # carried raw moment
+
+    n_t = (n0.view(B, 1) + torch.arange(1, T + 1, dtype=f, device=q.device)).view(B, T, 1, 1)
+    mean_t = (s0.unsqueeze(1) + kc.cumsum(dim=1)) / n_t
+    second_q = causal_key_attention(qf, kc, p0, chunk_size) / n_t
+    sigma_q = second_q - mean_t * (mean_t * qf).sum(-1, keepdim=True)
+    # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
+    sigma_q = sigma_q * (n_t > 1)
+    if sigma_scale == "trace":
+        p0_trace = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1)
+        trace = (p0_trace.unsqueeze(1) + (kc * kc).sum(-1).cumsum(dim=1)) / n_t[..., 0] - (mean_t * mean_t).sum(-1)
+        sigma_q = _apply_trace_scale(sigma_q, trace)
+    q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype)
+
+    final = None
+    if output_final_state:
+        n_T = n0 + T
+        mean_T = mean_t[:, -1]
+        p_T = p0 + torch.einsum("bthi,bthj->bhij", kc, kc)
+        cov_T = p_T / n_T.view(B, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
+        final = CCQState(count=n_T.round().to(torch.int64), mean=mean_T + centre, cov=cov_T)
+    return q_clean, final
+
+
+def contract_query(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    lam: torch.Tensor,
+    initial_state: CCQState | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+    cu_seqlens: torch.LongTensor | None = None,
+    sigma_scale: str = "none",
+) -> tuple[torch.Tensor, CCQState | None]:
+    """Curvature-conditioned queries for whole sequences.
+
+    Args:
+        q, k: ``[B, T, H, D]``, the query and key the backbone reads and writes with.
+        lam: ``[B, T, H]``, the gate lam_t per token and head.
+        initial_state: statistics of the keys before this call (they count as earlier keys).
+        output_final_state: also return the statistics after the last key.
+        chunk_size: chunk length of the parallel form.
+        cu_seqlens: ``[N + 1]`` boundaries of packed sequences (B must be 1); each is independent.
+        sigma_scale: ``'none'`` (paper-literal) or ``'trace'`` (Sigma / (tr Sigma + 1e-6)).
+
+    Returns:
+        ``(q_clean [B, T, H, D] in q.dtype, CCQState with N = B or len(cu_seqlens) - 1, or None)``.
+        Sigma_t includes key t itself (uniform 1/t weighting).
+    """
+    _check_sigma_scale(sigma_scale)
+    if q.shape != k.shape or lam.shape != q.shape[:3]:
+        raise ValueError(f"contract_query: q {tuple(q.shape)}, k {tuple(k.shape)} and lam {tuple(lam.shape)} do not fit [B, T, H, D] / [B, T, H]")
+    if cu_seqlens is None:
+        return _contract_dense(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
+    if q.shape[0] != 1:
+        raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
+    outs, finals = [], []
+    bounds = cu_seqlens.tolist()
+    for i, (start, end) in enumerate(zip(bounds[:-1], bounds[1:])):
+        state_i = initial_state.select(i) if initial_state is not None else None
+        if end == start:  # an empty sequence: its state passes through unchanged
+            finals.append(state_i)
+            continue
+        out, final = _contract_dense(q[:, start:end], k[:, start:end], lam[:, start:end], state_i,
+                                     chunk_size, sigma_scale, output_final_state)
+        outs.append(out)
+        finals.append(final)
+    q_clean = torch.cat(outs, dim=1) if outs else q.clone()
+    if not output_final_state:
+        return q_clean, None
+    if any(s is None for s in finals):
+        H, D = q.shape[2:]
+        empty = CCQState(torch.zeros(1, dtype=torch.int64, device=q.device),
+                         torch.zeros(1, H, D, dtype=_stat_dtype(q), device=q.device),
+                         torch.zeros(1, H, D, D, dtype=_stat_dtype(q), device=q.device))
+        finals = [s if s is not None else empty for s in finals]
+    return q_clean, CCQState.cat(finals)
+
+
+def contract_query_step(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    lam: torch.Tensor,
+    state: CCQState | None,
+    sigma_scale: str = "none",
+) -> tuple[torch.Tensor, CCQState]:
+    """One decoding token: ``q, k [B, 1, H, D]``, ``lam [B, 1, H]``; Welford update, O(H D^2)."""
+    _check_sigma_scale(sigma_scale)
+    B, T, H, D = q.shape
+    if T != 1 or k.shape != q.shape or lam.shape != (B, 1, H):
+        raise ValueError(f"contract_query_step takes one token: q {tuple(q.shape)}, k {tuple(k.shape)}, lam {tuple(lam.shape)}")
+    f = _stat_dtype(q)
+    qf, kf, lamf = q[:, 0].to(f), k[:, 0].to(f), lam[:, 0].to(f)
+    if state is None:
+        n = torch.zeros(B, dtype=f, device=q.device)
+        mean = torch.zeros(B, H, D, dtype=f, device=q.device)
+        cov = torch.zeros(B, H, D, D, dtype=f, device=q.device)
+    else:
+        n, mean, cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
+    n1 = (n + 1).view(B, 1, 1)
+    delta = kf - mean
+    mean1 = mean + delta / n1
+    w = (n.view(B, 1, 1) / n1).unsqueeze(-1)
+    cov1 = (n.view(B, 1, 1, 1) * cov + w * delta.unsqueeze(-1) * delta.unsqueeze(-2)) / n1.unsqueeze(-1)
+    sigma_q = (cov1 @ qf.unsqueeze(-1)).squeeze(-1)
+    if sigma_scale == "trace":
+        sigma_q = _apply_trace_scale(sigma_q, torch.diagonal(cov1, dim1=-2, dim2=-1).sum(-1))
+    q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype).unsqueeze(1)
+    count = (state.count if state is not None else torch.zeros(B, dtype=torch.int64, device=q.device)) + 1
+    return q_clean, CCQState(count=count, mean=mean1, cov=cov1)
+
+
+def naive_contract_query(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    lam: torch.Tensor,
+    sigma_scale: str = "none",
+    prefix_keys: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Reference: for every t, Sigma_t from keys[:t+1] by the definition, in float64. O(T^2 D^2).
+
+    prefix_keys ``[B, T0, H, D]``: keys seen before this sequence (what an initial state summarises).
+    """
+    _check_sigma_scale(sigma_scale)
+    q64, k64, lam64 = q.double(), k.double(), lam.double()
+    if prefix_keys is not None:
+        k_all = torch.cat([prefix_keys.double(), k64], dim=1)
+        offset = prefix_keys.shape[1]
+    else:
+        k_all, offset = k64, 0
+    out = torch.empty_like(q64)
+    for t in range(q.shape[1]):
+        keys = k_all[:, : offset + t + 1]  # [B, n, H, D]
+        mu = keys.mean(dim=1, keepdim=True)
+        centred = keys - mu
+        sigma = torch.einsum("bnhi,bnhj->bhij", centred, centred) / keys.shape[1]
+        sigma_q = torch.einsum("bhij,bhj->bhi", sigma, q64[:, t])
+        if sigma_scale == "trace":
+            sigma_q = sigma_q / (torch.diagonal(sigma, dim1=-2, dim2=-1).sum(-1) + TRACE_EPS).unsqueeze(-1)
+        out[:, t] = q64[:, t] - lam64[:, t].unsqueeze(-1) * sigma_q
+    return out
