@@ -1,0 +1,116 @@
+"""What the CCQ model families share: the config fields, the gate, and the read-side module that
+turns (q, k, cached statistics) into the contracted query for one layer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ccq_eval.models.ccq import SIGMA_SCALES, CCQState, contract_query, contract_query_step
+
+CCQ_WEIGHTINGS = ("uniform",)
+# The paper leaves the gate's initial bias open. -2 starts lam near 0.12: close to the backbone,
+# far enough from 0 that the gate gets a useful gradient. Recorded with every result via the config.
+DEFAULT_GATE_BIAS = -2.0
+
+
+@dataclass(frozen=True)
+class CCQSettings:
+    """The CCQ config fields (also written into the model's config.json)."""
+
+    use_ccq: bool = True
+    ccq_gate_bias_init: float = DEFAULT_GATE_BIAS
+    ccq_weighting: str = "uniform"
+    ccq_fixed_lambda: float | None = None
+    ccq_sigma_scale: str = "none"
+
+    def __post_init__(self):
+        if self.ccq_weighting not in CCQ_WEIGHTINGS:
+            raise ValueError(f"ccq_weighting={self.ccq_weighting!r} is not implemented; supported: {CCQ_WEIGHTINGS}")
+        if self.ccq_sigma_scale not in SIGMA_SCALES:
+            raise ValueError(f"ccq_sigma_scale={self.ccq_sigma_scale!r}; expected one of {SIGMA_SCALES}")
+        if self.ccq_fixed_lambda is not None and not math.isfinite(float(self.ccq_fixed_lambda)):
+            raise ValueError(f"ccq_fixed_lambda must be a finite number or None, got {self.ccq_fixed_lambda!r}")
+
+    @classmethod
+    def from_config(cls, config) -> "CCQSettings":
+        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
+
+
+def set_ccq_fields(config, **fields) -> None:
+    """Validate and store the CCQ fields on a transformers config."""
+    settings = CCQSettings(**fields)
+    for name in CCQSettings.__dataclass_fields__:
+        setattr(config, name, getattr(settings, name))
+
+
+class CCQGate(nn.Module):
+    """lam_t = sigmoid(w_h^T q_t + b_h): one scalar per head and token."""
+
+    def __init__(self, num_heads: int, head_dim: int, bias_init: float):
+        super().__init__()
+        self.bias_init = bias_init
+        self.weight = nn.Parameter(torch.empty(num_heads, head_dim))
+        self.bias = nn.Parameter(torch.empty(num_heads))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            self.weight.zero_()
+            self.bias.fill_(self.bias_init)
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        logits = (q.float() * self.weight.float()).sum(-1) + self.bias.float()
+        return torch.sigmoid(logits)
+
+
+class CCQRead(nn.Module):
+    """The read-side correction of one layer: q -> (I - lam Sigma_t) q, statistics carried in the cache."""
+
+    def __init__(self, num_heads: int, head_dim: int, settings: CCQSettings):
+        super().__init__()
+        self.fixed_lambda = settings.ccq_fixed_lambda
+        self.sigma_scale = settings.ccq_sigma_scale
+        self.gate = CCQGate(num_heads, head_dim, settings.ccq_gate_bias_init) if self.fixed_lambda is None else None
+
+    def lam(self, q: torch.Tensor) -> torch.Tensor:
+        if self.gate is None:
+            return torch.full(q.shape[:-1], float(self.fixed_lambda), dtype=torch.float32, device=q.device)
+        return self.gate(q)
+
+    def forward(self, q, k, state: CCQState | None, output_final_state: bool, cu_seqlens=None):
+        lam = self.lam(q)
+        if state is not None and _one_token_per_sequence(q, cu_seqlens):
+            # decoding: O(H D^2) Welford update per token, no chunked machinery
+            packed = cu_seqlens is not None
+            q1, k1, lam1 = (x.transpose(0, 1) if packed else x for x in (q, k, lam))
+            q_clean, new_state = contract_query_step(q1, k1, lam1, state, self.sigma_scale)
+            return (q_clean.transpose(0, 1) if packed else q_clean), new_state
+        return contract_query(q, k, lam, initial_state=state, output_final_state=output_final_state,
+                              cu_seqlens=cu_seqlens, sigma_scale=self.sigma_scale)
+
+
+def _one_token_per_sequence(q: torch.Tensor, cu_seqlens) -> bool:
+    if cu_seqlens is None:
+        return q.shape[1] == 1
+    return bool((cu_seqlens.diff() == 1).all())
+
+
+def split_cached_state(recurrent_state):
+    """The layer cache holds (backbone state, CCQState) for a CCQ layer."""
+    if recurrent_state is None:
+        return None, None
+    return recurrent_state
+
+
+def attach_ccq(layer: nn.Module, ccq_class: type, num_heads: int, head_dim: int, settings: CCQSettings) -> nn.Module:
+    """Turn a built fla layer into its CCQ subclass in place: same submodules and parameter names,
+    plus ``ccq.gate`` — so a stock fla checkpoint loads, and nothing of the backbone is rebuilt."""
+    layer.__class__ = ccq_class
+    layer.use_ccq = settings.use_ccq
+    if settings.use_ccq:
+        layer.ccq = CCQRead(num_heads, head_dim, settings)
+    return layer

@@ -1,0 +1,204 @@
+"""Load a checkpoint folder into (model, tokenizer, provenance), refusing anything unsafe or mismatched.
+
+Safetensors only unless the caller opts in to pickle; ``trust_remote_code`` stays off (the model
+families are registered by ccq_eval itself). Every user mistake is a ``ModelLoadError`` with a
+one-line message that names the input and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+SUPPORTED_MODEL_TYPES = ("gla", "gated_deltanet", "transformer", "ccq_gla", "ccq_gated_deltanet")
+CCQ_FAMILY_OF = {"gla": "ccq_gla", "gated_deltanet": "ccq_gated_deltanet",
+                 "ccq_gla": "ccq_gla", "ccq_gated_deltanet": "ccq_gated_deltanet"}
+ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"
+SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
+PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
+
+
+class ModelLoadError(ValueError):
+    """A checkpoint that cannot be loaded as given; the message says what to do."""
+
+
+class LoadedModel(NamedTuple):
+    model: torch.nn.Module
+    tokenizer: Any
+    provenance: dict
+
+
+def resolve_spec(spec: str) -> Path:
+    """A checkpoint folder, or ``zoo:<name>`` for a model shipped in ``ccq_eval/zoo/``."""
+    if spec.startswith("zoo:"):
+        name = spec[4:]
+        available = sorted(p.name for p in ZOO_DIR.iterdir() if (p / "config.json").exists()) if ZOO_DIR.exists() else []
+        if name not in available:
+            raise ModelLoadError(f"model {spec!r}: no zoo model of that name; available: {', '.join(available) or 'none'}")
+        return ZOO_DIR / name
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"model {spec!r}: no such path; pass a checkpoint folder containing config.json, or zoo:<name>")
+    if not path.is_dir():
+        raise ModelLoadError(f"model {spec!r}: is a file; pass the checkpoint folder that contains config.json")
+    return path
+
+
+def _read_config(path: Path) -> dict:
+    config_file = path / "config.json"
+    if not config_file.exists():
+        raise ModelLoadError(f"model {str(path)!r}: no config.json; a checkpoint folder needs config.json next to its weights")
+    try:
+        config = json.loads(config_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"model {str(path)!r}: config.json is not valid JSON ({exc.__class__.__name__}); re-save the checkpoint") from exc
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise ModelLoadError(f"model {str(path)!r}: unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    return config
+
+
+def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
+    for names, is_pickle in ((SAFETENSORS_FILES, False), (PICKLE_FILES, True)):
+        for name in names:
+            if not (path / name).exists():
+                continue
+            if is_pickle and not allow_pickle:
+                raise ModelLoadError(f"model {str(path)!r}: weights are pickle ({name}), which can run code; convert them to "
+                                     "safetensors, or opt in with allow_pickle=True (--allow-pickle) if you trust the file")
+            if name.endswith(".index.json"):
+                shards = sorted(set(json.loads((path / name).read_text())["weight_map"].values()))
+                missing = [s for s in shards if not (path / s).exists()]
+                if missing:
+                    raise ModelLoadError(f"model {str(path)!r}: weight shard {missing[0]} listed in {name} is missing; re-download the checkpoint")
+                return [path / s for s in shards]
+            return [path / name]
+    raise ModelLoadError(f"model {str(path)!r}: no weights (model.safetensors); save the model with save_pretrained")
+
+
+def weights_sha256(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _pick_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as exc:
+        raise ModelLoadError(f"device {device!r}: not a torch device; use auto, cpu or cuda") from exc
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {device!r}: CUDA is not available on this machine; use --device cpu")
+    return resolved
+
+
+def _pick_dtype(dtype, device: torch.device) -> torch.dtype:
+    if dtype is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32  # CPU bf16 is slow and lossy
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"dtype {dtype!r}: unknown; use one of {', '.join(sorted(DTYPES))}")
+    return DTYPES[dtype]
+
+
+def _build_config(path: Path, raw: dict, ccq_overrides: dict | None):
+    from transformers import AutoConfig
+
+    import ccq_eval.models  # noqa: F401  (registers the CCQ families)
+
+    if not ccq_overrides:
+        return AutoConfig.from_pretrained(path, trust_remote_code=False)
+    family = CCQ_FAMILY_OF.get(raw["model_type"])
+    if family is None:
+        raise ModelLoadError(f"model {str(path)!r}: CCQ options apply to GLA and Gated DeltaNet checkpoints, not {raw['model_type']!r}")
+    fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "auto_map")}
+    fields.update(ccq_overrides)
+    try:
+        return AutoConfig.for_model(family, **fields)
+    except ValueError as exc:
+        raise ModelLoadError(f"model {str(path)!r}: {exc}") from exc
+
+
+def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
+               ccq_overrides: dict | None = None) -> LoadedModel:
+    """Load a stock fla ``gla`` / ``gated_deltanet`` / ``transformer`` or a CCQ checkpoint.
+
+    ``ccq_overrides`` (e.g. ``{"ccq_fixed_lambda": 0.3, "ccq_sigma_scale": "trace"}``) turns a GLA /
+    GDN checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
+    before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import fla
+    import transformers
+
+    from ccq_eval import __version__
+    from ccq_eval.models.cpu_backend import install_cpu_backend
+
+    path = resolve_spec(spec)
+    raw = _read_config(path)
+    files = _weight_files(path, allow_pickle)
+    target = _pick_device(device)
+    torch_dtype = _pick_dtype(dtype, target)
+    if not any((path / name).exists() for name in TOKENIZER_FILES):
+        raise ModelLoadError(f"model {str(path)!r}: no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}); save the tokenizer into the checkpoint folder")
+    if target.type == "cpu":
+        install_cpu_backend()
+    config = _build_config(path, raw, ccq_overrides)
+    try:
+        quiet = logging.getLogger("transformers.modeling_utils")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # missing-key chatter; mismatches are checked below
+        try:
+            model, info = AutoModelForCausalLM.from_pretrained(
+                path, config=config, dtype=torch_dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
+                output_loading_info=True)
+        finally:
+            quiet.setLevel(level)
+    except (RuntimeError, ValueError, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]})") from exc
+    fresh = sorted(info.get("missing_keys", []))
+    not_gate = [key for key in fresh if ".ccq.gate." not in key]
+    problems = not_gate or info.get("unexpected_keys") or info.get("mismatched_keys")
+    if problems:
+        raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json (e.g. {sorted(problems)[0]!s}); "
+                             "check that the weights belong to this config")
+    if fresh:
+        logging.getLogger(__name__).warning("%s: %d CCQ gate parameters are newly initialised (not in the checkpoint)",
+                                            path, len(fresh))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model {str(path)!r}: tokenizer cannot be loaded ({exc.__class__.__name__}); save a tokenizer with the checkpoint") from exc
+    model = model.to(target).eval()
+    provenance = {
+        "model_spec": spec,
+        "path": str(path.resolve()),
+        "model_type": config.model_type,
+        "weights_sha256": weights_sha256(files),
+        "weight_files": [f.name for f in files],
+        "config": config.to_dict(),
+        "ccq_overrides": dict(ccq_overrides or {}),
+        "newly_initialised": fresh,
+        "dtype": str(torch_dtype).replace("torch.", ""),
+        "device": str(target),
+        "backend": "torch-cpu" if target.type == "cpu" else "fla-triton",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "fla": fla.__version__, "ccq_eval": __version__},
+    }
+    return LoadedModel(model, tokenizer, provenance)
