@@ -4,7 +4,7 @@ Three implementations of one definition, as fla keeps its operators:
 
 - ``contract_query``: the parallel form for a whole sequence. The only non-elementwise term,
   ``sum_{j<=t} k_j (k_j^T q_t)``, is causal linear attention with values = keys and no decay: a
-  vectorised chunked torch computation on CPU, fla's ``chunk_simple_gla`` kernel on CUDA.
+  chunked torch computation on CPU (``running_key_sums``), fla's ``chunk_simple_gla`` kernel on CUDA.
 - ``contract_query_step``: one decoding token, a Welford update of the constant-size state.
 - ``naive_contract_query``: per position, straight from the definition, in float64. Slow; for tests.
 
@@ -65,36 +65,50 @@ def _apply_trace_scale(sigma_q: torch.Tensor, trace: torch.Tensor) -> torch.Tens
     return sigma_q / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
 
 
-def causal_key_attention(q: torch.Tensor, k: torch.Tensor, initial: torch.Tensor, chunk_size: int = 64) -> torch.Tensor:
-    """``initial q_t + sum_{j<=t} k_j (k_j^T q_t)`` for ``q, k: [B, T, H, D]``, ``initial: [B, H, D, D]``.
+def running_key_sums(q, kc, s0, p0, chunk_size=64):
+    """Causal sums over shifted keys kc, for ``q, kc: [B, T, H, D]``, ``s0: [B, H, D]``, ``p0: [B, H, D, D]``:
 
-    Causal linear attention with v = k, no decay and scale 1. On CUDA it runs fla's chunked kernel;
-    elsewhere a vectorised chunked torch form: intra-chunk masked scores, inter-chunk prefix sums of
-    the chunk outer products (no Python loop over chunks).
+    ``key_sum_t = s0 + sum_{j<=t} kc_j``, ``second_q_t = p0 q_t + sum_{j<=t} kc_j (kc_j^T q_t)``,
+    ``sq_norm_t = tr(p0) + sum_{j<=t} |kc_j|^2``, and ``p_T = p0 + sum_j kc_j kc_j^T``.
+
+    second_q is causal linear attention with v = k, no decay and scale 1: fla's chunked kernel on
+    CUDA; on CPU a chunked torch form, where prefix sums inside a chunk are a triangular matmul and
+    only a loop over chunks adds the D x D chunk outer products (torch's cumsum is slow on CPU).
     """
+    B, T, H, D = q.shape
     if q.is_cuda:
         from fla.ops.simple_gla import chunk_simple_gla
 
-        out, _ = chunk_simple_gla(q, k, k, scale=1.0, initial_state=initial.contiguous())
-        return out
-    B, T, H, D = q.shape
+        second_q, _ = chunk_simple_gla(q, kc, kc, scale=1.0, initial_state=p0.contiguous())
+        key_sum = s0.unsqueeze(1) + kc.cumsum(dim=1)
+        sq_norm = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1).unsqueeze(1) + (kc * kc).sum(-1).cumsum(dim=1)
+        return key_sum, second_q, sq_norm, p0 + torch.einsum("bthi,bthj->bhij", kc, kc)
     C = chunk_size
     pad = (-T) % C
-    if pad:
-        # zero keys add nothing to any sum; rows of zero queries are dropped below
-        q = torch.nn.functional.pad(q, (0, 0, 0, 0, 0, pad))
-        k = torch.nn.functional.pad(k, (0, 0, 0, 0, 0, pad))
     NC = (T + pad) // C
-    qc = q.reshape(B, NC, C, H, D).permute(0, 3, 1, 2, 4)  # [B, H, NC, C, D]
-    kc = k.reshape(B, NC, C, H, D).permute(0, 3, 1, 2, 4)
-    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    scores = (qc @ kc.transpose(-1, -2)).masked_fill(~causal, 0)
-    intra = scores @ kc
-    outer = kc.transpose(-1, -2) @ kc  # [B, H, NC, D, D]
-    before = outer.cumsum(dim=2) - outer + initial.unsqueeze(2)  # state entering each chunk
-    inter = qc @ before  # each prefix is symmetric, so q @ P == (P q)^T
-    out = (intra + inter).permute(0, 2, 3, 1, 4).reshape(B, NC * C, H, D)
-    return out[:, :T]
+    # [B, H, NC, C, D]; zero padding adds nothing to any sum, and its rows are dropped at the end
+    qc, kcc = (torch.nn.functional.pad(x.transpose(1, 2), (0, 0, 0, pad)).reshape(B, H, NC, C, D) for x in (q, kc))
+    tri = torch.ones(C, C, dtype=q.dtype, device=q.device).tril()
+    # keys with |k|^2 as an extra column: one triangular matmul gives both inclusive prefix sums
+    with_norm = torch.cat([kcc, (kcc * kcc).sum(-1, keepdim=True)], dim=-1)
+    totals = with_norm.sum(dim=3)  # [B, H, NC, D + 1]
+    start = torch.cat([s0, torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1, keepdim=True)], dim=-1)
+    before = start.unsqueeze(2) + totals.cumsum(dim=2) - totals
+    sums = tri @ with_norm + before.unsqueeze(3)
+    outer = kcc.transpose(-1, -2) @ kcc  # [B, H, NC, D, D]
+    entering = torch.empty_like(outer)  # the D x D state entering each chunk
+    state = p0
+    for n in range(NC):
+        entering[:, :, n] = state
+        state = state + outer[:, :, n]
+    # every prefix state is symmetric, so q @ P == (P q)^T
+    second = ((qc @ kcc.transpose(-1, -2)) * tri) @ kcc + qc @ entering
+
+    def unchunk(x):
+        return x.reshape(B, H, NC * C, x.shape[-1])[:, :, :T].transpose(1, 2)
+
+    sums = unchunk(sums)
+    return sums[..., :D], unchunk(second), sums[..., D], state
 
 
 def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
@@ -122,14 +136,13 @@ def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_stat
     p0 = n0.view(B, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # carried raw moment
 
     n_t = (n0.view(B, 1) + torch.arange(1, T + 1, dtype=f, device=q.device)).view(B, T, 1, 1)
-    mean_t = (s0.unsqueeze(1) + kc.cumsum(dim=1)) / n_t
-    second_q = causal_key_attention(qf, kc, p0, chunk_size) / n_t
-    sigma_q = second_q - mean_t * (mean_t * qf).sum(-1, keepdim=True)
+    key_sum, second_q, sq_norm, p_T = running_key_sums(qf, kc, s0, p0, chunk_size)
+    mean_t = key_sum / n_t
+    sigma_q = second_q / n_t - mean_t * (mean_t * qf).sum(-1, keepdim=True)
     # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
     sigma_q = sigma_q * (n_t > 1)
     if sigma_scale == "trace":
-        p0_trace = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1)
-        trace = (p0_trace.unsqueeze(1) + (kc * kc).sum(-1).cumsum(dim=1)) / n_t[..., 0] - (mean_t * mean_t).sum(-1)
+        trace = sq_norm / n_t[..., 0] - (mean_t * mean_t).sum(-1)
         sigma_q = _apply_trace_scale(sigma_q, trace)
     q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype)
 
@@ -137,7 +150,6 @@ def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_stat
     if output_final_state:
         n_T = n0 + T
         mean_T = mean_t[:, -1]
-        p_T = p0 + torch.einsum("bthi,bthj->bhij", kc, kc)
         cov_T = p_T / n_T.view(B, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
         final = CCQState(count=n_T.round().to(torch.int64), mean=mean_T + centre, cov=cov_T)
     return q_clean, final
