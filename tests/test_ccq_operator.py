@@ -160,3 +160,17 @@ def test_bad_arguments_are_rejected():
         contract_query(q, k[:, :5], lam)
     with pytest.raises(ValueError, match="one token"):
         contract_query_step(q, k, lam, None)
+
+
+def test_blocked_long_sequences_equal_one_dense_pass(monkeypatch):
+    """Past BLOCK_TOKENS the operator runs block by block, carrying the statistics: same numbers."""
+    import ccq_eval.models.ccq as ccq_module
+
+    q, k, lam = _inputs(B=1, T=300, H=2, D=4)
+    monkeypatch.setattr(ccq_module, "BLOCK_TOKENS", 1 << 20)
+    whole, whole_state = contract_query(q, k, lam, output_final_state=True)
+    monkeypatch.setattr(ccq_module, "BLOCK_TOKENS", 128)
+    blocked, blocked_state = contract_query(q, k, lam, output_final_state=True)
+    torch.testing.assert_close(blocked, whole, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(blocked_state.cov, whole_state.cov, rtol=1e-10, atol=1e-10)
+    assert blocked_state.count.tolist() == [300]

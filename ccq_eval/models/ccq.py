@@ -21,6 +21,7 @@ import torch
 
 SIGMA_SCALES = ("none", "trace")
 TRACE_EPS = 1e-6
+BLOCK_TOKENS = 4096  # a multiple of every chunk size used; bounds the operator's working memory
 
 
 @dataclass
@@ -111,6 +112,21 @@ def running_key_sums(q, kc, s0, p0, chunk_size=64):
     return sums[..., :D], unchunk(second), sums[..., D], state
 
 
+def _contract_blocks(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
+    """Long sequences go through in blocks of BLOCK_TOKENS, carrying the statistics between them:
+    the same numbers, with working memory bounded by a block rather than by T."""
+    T = q.shape[1]
+    if T <= BLOCK_TOKENS:
+        return _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state)
+    outs = []
+    for start in range(0, T, BLOCK_TOKENS):
+        end = min(start + BLOCK_TOKENS, T)
+        out, state = _contract_dense(q[:, start:end], k[:, start:end], lam[:, start:end], state, chunk_size,
+                                     sigma_scale, output_final_state=True)
+        outs.append(out)
+    return torch.cat(outs, dim=1), (state if output_final_state else None)
+
+
 def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
     """contract_query for B independent, unpadded sequences."""
     B, T, H, D = q.shape
@@ -184,7 +200,7 @@ def contract_query(
     if q.shape != k.shape or lam.shape != q.shape[:3]:
         raise ValueError(f"contract_query: q {tuple(q.shape)}, k {tuple(k.shape)} and lam {tuple(lam.shape)} do not fit [B, T, H, D] / [B, T, H]")
     if cu_seqlens is None:
-        return _contract_dense(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
+        return _contract_blocks(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
     if q.shape[0] != 1:
         raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
     outs, finals = [], []
@@ -194,7 +210,7 @@ def contract_query(
         if end == start:  # an empty sequence: its state passes through unchanged
             finals.append(state_i)
             continue
-        out, final = _contract_dense(q[:, start:end], k[:, start:end], lam[:, start:end], state_i,
+        out, final = _contract_blocks(q[:, start:end], k[:, start:end], lam[:, start:end], state_i,
                                      chunk_size, sigma_scale, output_final_state)
         outs.append(out)
         finals.append(final)
