@@ -21,7 +21,7 @@ import torch
 
 SIGMA_SCALES = ("none", "trace")
 TRACE_EPS = 1e-6
-BLOCK_TOKENS = 4096  # a multiple of every chunk size used; bounds the operator's working memory
+BLOCK_TOKENS = 2048  # a multiple of every chunk size used; bounds the operator's working memory
 
 
 @dataclass
