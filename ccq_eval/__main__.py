@@ -1,0 +1,5 @@
+import sys
+
+from ccq_eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,171 @@
+"""`ccq-eval`: run suites into the store, list and delete runs, render tables and figures.
+
+    ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
+    ccq-eval runs [--delete ID]
+    ccq-eval tables [--table sniah] [--format csv|latex|md] [--ci] [--out DIR]
+    ccq-eval curves [--figure sniah-depth] [--out DIR]
+
+Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_STORE = "results/ccq.db"
+DEFAULT_TABLES = "results/tables"
+DEFAULT_FIGURES = "results/figures"
+SUBCOMMANDS = ("run", "runs", "tables", "curves")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own mistakes get the same one-line form and exit code 2
+        raise _BadInput(f"{message} (see ccq-eval {self.prog.split()[-1]} --help)")
+
+
+class _BadInput(Exception):
+    pass
+
+
+def _add_store(parser):
+    parser.add_argument("--store", default=DEFAULT_STORE,
+                        help=f"SQLite results store (default {DEFAULT_STORE}); raw lm-eval JSON goes to raw/ beside it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ccq-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
+    run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer) or zoo:<name>")
+    run.add_argument("--suite", required=True, help="suite to run: sniah")
+    run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
+    run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
+                                       "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
+    run.add_argument("--samples", type=int, help="items per unit (S-NIAH: samples per task and length, default 500)")
+    run.add_argument("--label", help="the model's name in tables and plots (default: checkpoint folder or zoo name, "
+                                     "plus any CCQ override, e.g. gla-tiny+ccq0.3)")
+    _add_store(run)
+    run.add_argument("--data-dir", help="local data root (haystack/*.txt|*.jsonl for S-NIAH-2/3)")
+    run.add_argument("--haystack", help="essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder "
+                                        "(default: DATA_DIR/haystack, else the shipped ccq-essays)")
+    run.add_argument("--seed", type=int, default=0, help="seed for data generation and lm-eval (default 0)")
+    run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
+    run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
+    run.add_argument("--batch-size", type=int, default=1, help="generation batch size (default 1)")
+    run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
+    run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
+    run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
+    run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA/GDN checkpoint: fixed lambda "
+                                                      "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
+    run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
+
+    runs = sub.add_parser("runs", help="list runs in the store, or delete one")
+    _add_store(runs)
+    runs.add_argument("--delete", metavar="ID", help="delete this run and its units, metrics and samples")
+
+    tables = sub.add_parser("tables", help="render the paper's tables from the store")
+    _add_store(tables)
+    tables.add_argument("--table", default="sniah", help="which table: sniah")
+    tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
+    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals")
+    tables.add_argument("--out", default=DEFAULT_TABLES, help=f"folder for <table>.csv/.tex/.md (default {DEFAULT_TABLES})")
+
+    curves = sub.add_parser("curves", help="draw figures from the store")
+    _add_store(curves)
+    curves.add_argument("--figure", default="sniah-depth", help="which figure: sniah-depth")
+    curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
+    return parser
+
+
+def _run(args) -> int:
+    from ccq_eval.runner import RunRequest, run_suite
+
+    request = RunRequest(
+        model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
+        label=args.label, store=args.store, data_dir=args.data_dir, haystack=args.haystack, seed=args.seed,
+        device=args.device, dtype=args.dtype, batch_size=args.batch_size, force=args.force, dry_run=args.dry_run,
+        allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale)
+    if args.batch_size < 1:
+        raise _BadInput(f"--batch-size {args.batch_size}: must be at least 1")
+    return run_suite(request)
+
+
+def _runs(args) -> int:
+    from ccq_eval.store import Store
+
+    store = Store(args.store, readonly=args.delete is None)
+    if args.delete:
+        if not store.delete_run(args.delete):
+            raise _BadInput(f"--delete {args.delete!r}: no run with that id in {args.store} (see ccq-eval runs)")
+        print(f"deleted run {args.delete}")
+        return 0
+    rows = store.query("SELECT r.id, r.label, r.started, r.status, COUNT(u.id) AS units, "
+                       "SUM(u.status = 'complete') AS complete FROM runs r LEFT JOIN units u ON u.run_id = r.id "
+                       "GROUP BY r.id ORDER BY r.started")
+    print(f"{'id':<38}{'label':<24}{'started':<27}{'status':<12}units")
+    for r in rows:
+        print(f"{r['id']:<38}{r['label'][:23]:<24}{r['started']:<27}{r['status']:<12}{r['complete'] or 0}/{r['units']}")
+    return 0
+
+
+def _tables(args) -> int:
+    from ccq_eval.render import EXTENSIONS, TABLES, render_table
+    from ccq_eval.store import Store
+
+    if args.table not in TABLES:
+        raise _BadInput(f"--table {args.table!r}: unknown; available: {', '.join(TABLES)}")
+    rendered = render_table(Store(args.store, readonly=True), args.table, args.format, ci=args.ci)
+    if rendered is None:
+        print(f"table {args.table}: nothing in {args.store} to show yet (skipped)")
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for fmt, text in rendered.items():
+        (out / f"{args.table}.{EXTENSIONS[fmt]}").write_text(text)
+    print(rendered[args.format])
+    print(f"\nwritten: {', '.join(str(out / f'{args.table}.{e}') for e in EXTENSIONS.values())}")
+    return 0
+
+
+def _curves(args) -> int:
+    from ccq_eval.render import FIGURES, sniah_depth_figure, write_figure
+    from ccq_eval.store import Store
+
+    if args.figure not in FIGURES:
+        raise _BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(FIGURES)}")
+    fig = sniah_depth_figure(Store(args.store, readonly=True))
+    if fig is None:
+        print(f"figure {args.figure}: nothing in {args.store} to draw yet (skipped)")
+        return 0
+    paths = write_figure(fig, Path(args.out), args.figure)
+    print("written: " + ", ".join(map(str, paths)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ccq_eval.data.haystack import HaystackError
+    from ccq_eval.data.sniah import SniahError
+    from ccq_eval.models.loading import ModelLoadError
+    from ccq_eval.store import StoreError
+    from ccq_eval.suites import SuiteError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
+    try:
+        args = build_parser().parse_args(argv)
+        handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves}.get(args.command)
+        if handler is None:
+            build_parser().print_help()
+            return 2
+        return handler(args)
+    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError) as exc:
+        print(f"ccq-eval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Frozen, hashed datasets in the cache ($CCQ_EVAL_CACHE, default ~/.cache/ccq-eval).
+
+A dataset is a JSONL file plus a sidecar ``.meta.json`` holding the key it was built from and the
+sha256 of its content. It is written atomically (temp file, then rename) and verified on load, so a
+half-written or edited file is rebuilt rather than trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("CCQ_EVAL_CACHE", Path.home() / ".cache" / "ccq-eval")).expanduser()
+
+
+def stable_hash(obj) -> str:
+    """sha256 of a JSON-serialisable object, independent of key order."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def content_hash(records: list[dict]) -> str:
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_frozen(path: Path) -> tuple[list[dict], str] | None:
+    """The records and their content hash, or None when missing, incomplete or altered."""
+    meta_path = path.with_suffix(".meta.json")
+    if not path.exists() or not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        return None
+    digest = content_hash(records)
+    if digest != meta.get("content_sha256"):
+        return None
+    return records, digest
+
+
+def freeze(path: Path, records: list[dict], key: dict) -> str:
+    """Write records and their sidecar; returns the content hash."""
+    digest = content_hash(records)
+    _atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    _atomic_write(path.with_suffix(".meta.json"), json.dumps({"key": key, "content_sha256": digest}, indent=1))
+    return digest
+
+
+def load_or_build(path: Path, key: dict, build: Callable[[], list[dict]]) -> tuple[list[dict], str, bool]:
+    """(records, content hash, reused?) — built once per key, then read back from the cache."""
+    cached = load_frozen(path)
+    if cached is not None:
+        return cached[0], cached[1], True
+    records = build()
+    return records, freeze(path, records, key), False

@@ -1,0 +1,200 @@
+"""The SQLite results store: runs, units, metrics and samples (schema in DESIGN.md's contract).
+
+One transaction per unit, written when the unit ends, so a killed run leaves only whole units; ids
+are UUIDs so stores from several machines merge. WAL journal and a busy timeout let several
+processes write one store.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from contextlib import closing
+from datetime import datetime, timezone
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 60_000
+
+SCHEMA = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY, label TEXT NOT NULL, model_spec TEXT NOT NULL, weights_sha256 TEXT NOT NULL,
+    model_config TEXT NOT NULL, ccq_overrides TEXT NOT NULL, dtype TEXT NOT NULL, device TEXT NOT NULL,
+    batch_size INTEGER NOT NULL, seeds TEXT NOT NULL, command_line TEXT NOT NULL, versions TEXT NOT NULL,
+    git_sha TEXT, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL
+);
+CREATE TABLE units (
+    id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    suite TEXT NOT NULL, task TEXT NOT NULL, context_length INTEGER NOT NULL, unit_key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('complete', 'failed')), reason TEXT,
+    started TEXT NOT NULL, finished TEXT NOT NULL, dataset_fingerprint TEXT, settings TEXT NOT NULL
+);
+CREATE INDEX units_by_key ON units (unit_key, status);
+CREATE TABLE metrics (
+    unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE, run_id TEXT NOT NULL,
+    label TEXT NOT NULL, model TEXT NOT NULL, suite TEXT NOT NULL, task TEXT NOT NULL,
+    context_length INTEGER NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, stderr REAL, n INTEGER,
+    higher_is_better INTEGER NOT NULL, is_primary INTEGER NOT NULL
+);
+CREATE INDEX metrics_by_unit ON metrics (unit_id);
+CREATE TABLE samples (
+    unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+    prompt_sha256 TEXT, target TEXT, prediction TEXT, score REAL, fields TEXT NOT NULL
+);
+CREATE INDEX samples_by_unit ON samples (unit_id);
+"""
+TABLES = ("runs", "units", "metrics", "samples")
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or written; the message names the file and the fix."""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Store:
+    """``Store(path)`` opens (creating if needed) a store; ``path`` may be a ``file:...`` SQLite URI."""
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        self.path = str(path)
+        self.readonly = readonly
+        uri = self.path.startswith("file:")
+        if not uri:
+            file = Path(self.path)
+            if readonly and not file.exists():
+                raise StoreError(f"store {self.path!r}: no such file; run a suite first or pass --store")
+            if not readonly:
+                try:
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"store {self.path!r}: cannot create its folder ({exc.strerror}); pass a writable --store") from exc
+        target = self.path if uri else (f"file:{self.path}?mode=ro" if readonly else self.path)
+        try:
+            self.db = sqlite3.connect(target, uri=uri or readonly, timeout=BUSY_TIMEOUT_MS / 1000,
+                                      isolation_level=None)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._check_schema()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass another --store") from exc
+        if not readonly:
+            self._check_writable()
+
+    def _check_schema(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        present = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"store {self.path!r}: schema version {version} is newer than this ccq-eval's ({SCHEMA_VERSION}); upgrade ccq-eval")
+        if version == 0 and not present:
+            if self.readonly:
+                raise StoreError(f"store {self.path!r}: empty; run a suite first")
+            with self.transaction():  # re-checked under the write lock: another process may have created it
+                if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+                    for statement in filter(str.strip, SCHEMA.split(";")):
+                        self.db.execute(statement)
+                    self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            return
+        if not set(TABLES) <= present or version == 0:
+            raise StoreError(f"store {self.path!r}: not a ccq-eval store (tables {sorted(present)}); move it aside or pass another --store")
+
+    def _check_writable(self) -> None:
+        try:
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE runs SET status = status WHERE 0")
+            self.db.execute("ROLLBACK")
+        except (sqlite3.OperationalError, OSError) as exc:
+            raise StoreError(f"store {self.path!r}: cannot write ({exc}); pass a writable --store") from exc
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- writing ------------------------------------------------------------------------------------
+
+    def begin_run(self, run: dict) -> str:
+        run = {**run, "id": run.get("id") or new_id(), "started": run.get("started") or now(), "status": "running"}
+        row = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in run.items()}
+        with self.transaction():
+            self.db.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                            tuple(row.values()))
+        return run["id"]
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?", (now(), status, run_id))
+
+    def write_unit(self, unit: dict, metrics: list[dict], samples: list[dict]) -> str:
+        """The unit, its metric rows and its samples, in one transaction."""
+        unit_id = unit.get("id") or new_id()
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
+                "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (unit_id, unit["run_id"], unit["suite"], unit["task"], unit["context_length"], unit["unit_key"],
+                 unit["status"], unit.get("reason"), unit["started"], unit.get("finished") or now(),
+                 unit.get("dataset_fingerprint"), json.dumps(unit.get("settings", {}), sort_keys=True)))
+            self.db.executemany(
+                "INSERT INTO metrics (unit_id, run_id, label, model, suite, task, context_length, metric, value, "
+                "stderr, n, higher_is_better, is_primary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(unit_id, unit["run_id"], m["label"], m["model"], unit["suite"], unit["task"],
+                  unit["context_length"], m["metric"], m["value"], m.get("stderr"), m.get("n"),
+                  int(m.get("higher_is_better", True)), int(m.get("is_primary", False))) for m in metrics])
+            self.db.executemany(
+                "INSERT INTO samples (unit_id, idx, prompt_sha256, target, prediction, score, fields) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(unit_id, s["idx"], s.get("prompt_sha256"), s.get("target"), s.get("prediction"), s.get("score"),
+                  json.dumps(s.get("fields", {}), sort_keys=True)) for s in samples])
+        return unit_id
+
+    def delete_run(self, run_id: str) -> int:
+        with self.transaction():
+            return self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
+
+    # --- reading ------------------------------------------------------------------------------------
+
+    def complete_unit_keys(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT unit_key FROM units WHERE status = 'complete'")}
+
+    def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        with closing(self.db.cursor()) as cursor:
+            cursor.row_factory = sqlite3.Row
+            return cursor.execute(sql, params).fetchall()
+
+    def frame(self, sql: str, params: tuple = ()):
+        import pandas as pd
+
+        return pd.read_sql_query(sql, self.db, params=params)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (a killed process rolls back by itself)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.owner = True
+        else:
+            self.owner = False
+        return self.db
+
+    def __exit__(self, kind, value, traceback):
+        if not self.owner:
+            return False
+        if kind is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+        return False

@@ -1,0 +1,16 @@
+"""Thin shims: lm-eval calls these; the work is in ccq_eval.data.sniah and ccq_eval.scoring."""
+
+from ccq_eval.data.sniah_task import dataset_for_task
+from ccq_eval.scoring import sniah_process_results as process_results  # noqa: F401
+
+
+def sniah_1(**metadata):
+    return dataset_for_task("sniah_1", **metadata)
+
+
+def sniah_2(**metadata):
+    return dataset_for_task("sniah_2", **metadata)
+
+
+def sniah_3(**metadata):
+    return dataset_for_task("sniah_3", **metadata)
