@@ -146,7 +146,6 @@ class SuiteRunner:
         self.haystack_path = resolve_haystack_path(r.haystack, r.data_dir)
         needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in self.tasks)
         self.haystack = load_haystack(self.haystack_path) if needs_essays else None
-        self.store = Store(r.store)
         self.evaluand = self.load(r, max(self.lengths))
         self.label = default_label(r)
         tokenizer = self.evaluand.tokenizer
@@ -156,6 +155,7 @@ class SuiteRunner:
                 if length < smallest:
                     raise sniah.SniahError(f"--lengths: {length} tokens cannot hold a {task} prompt "
                                            f"({smallest} tokens at least with an empty haystack); use larger lengths")
+        self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
         self.units = self.plan()
         return self
 

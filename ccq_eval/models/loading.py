@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -133,6 +134,22 @@ def _build_config(path: Path, raw: dict, ccq_overrides: dict | None):
         raise ModelLoadError(f"model {str(path)!r}: {exc}") from exc
 
 
+@contextmanager
+def _quiet_transformers():
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
                ccq_overrides: dict | None = None) -> LoadedModel:
     """Load a stock fla ``gla`` / ``gated_deltanet`` / ``transformer`` or a CCQ checkpoint.
@@ -160,15 +177,10 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         install_cpu_backend()
     config = _build_config(path, raw, ccq_overrides)
     try:
-        quiet = logging.getLogger("transformers.modeling_utils")
-        level = quiet.level
-        quiet.setLevel(logging.ERROR)  # missing-key chatter; mismatches are checked below
-        try:
+        with _quiet_transformers():  # loading chatter and progress bars; mismatches are checked below
             model, info = AutoModelForCausalLM.from_pretrained(
                 path, config=config, dtype=torch_dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
                 output_loading_info=True)
-        finally:
-            quiet.setLevel(level)
     except (RuntimeError, ValueError, OSError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]})") from exc

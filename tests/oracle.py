@@ -1,0 +1,47 @@
+"""Scripted lm-eval models for the tests: they read the needle's value out of the prompt."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from lm_eval.api.model import LM
+from lm_eval.api.registry import MODEL_REGISTRY, register_model
+
+NEEDLE = re.compile(r"One of the special magic (?:numbers|uuids) for (.+?) is: (\S+)\.")
+QUESTION = re.compile(r"The special magic \w+ for (.+?) mentioned in the provided text is$")
+
+
+def wrong_value(value: str) -> str:
+    if value.isdigit():
+        return str((int(value) - 10**6 + 1) % (9 * 10**6) + 10**6)  # another 7-digit number
+    return str(uuid.UUID(int=uuid.UUID(value).int ^ (1 << 70)))
+
+
+class OracleLM(LM):
+    """Answers the value of the needle whose key the prompt asks for (or a wrong one)."""
+
+    def __init__(self, wrong: bool = False):
+        super().__init__()
+        self.wrong = wrong
+        self.prompts: list[str] = []
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        answers = []
+        for request in requests:
+            context, _ = request.args
+            self.prompts.append(context)
+            key = QUESTION.search(context).group(1)
+            value = dict(NEEDLE.findall(context))[key]
+            answers.append(" " + (wrong_value(value) if self.wrong else value) + ".")
+        return answers
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+
+if "ccq-test-oracle" not in MODEL_REGISTRY:
+    register_model("ccq-test-oracle")(OracleLM)
