@@ -148,7 +148,8 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
 
     def fits(units, key, value, placement_seed):
         record = _sample(variant, units, key, value, placement_seed, haystack)
-        return count_tokens(tokenizer, prompt_of(record)) <= budget, record
+        tokens = count_tokens(tokenizer, prompt_of(record))
+        return tokens <= budget, record, tokens
 
     # size the haystack on a probe sample: the largest unit count whose prompt fits (binary search)
     probe = random.Random(f"{seed}-{task}-{length}-probe")
@@ -168,11 +169,10 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
     for index in range(samples):
         key, value, placement = random_key(rng), random_value(variant.value, rng), rng.getrandbits(64)
         n = units
-        ok, record = fits(n, key, value, placement)
+        ok, record, tokens = fits(n, key, value, placement)
         while not ok:  # a longer key can push a sample over: shrink this one until it fits
             n -= max(1, n // 200)
-            ok, record = fits(n, key, value, placement)
-        tokens = count_tokens(tokenizer, prompt_of(record))
+            ok, record, tokens = fits(n, key, value, placement)
         records.append({"index": index, **record, "length": tokens + TOKENS_TO_GENERATE, "max_length": length})
         if progress is not None:
             progress.update(1)
