@@ -3,7 +3,8 @@
     ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
     ccq-eval runs [--delete ID]
     ccq-eval tables [--table sniah] [--format csv|latex|md] [--ci] [--out DIR]
-    ccq-eval curves [--figure sniah-depth] [--out DIR]
+    ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
+    ccq-eval data fetch longppl [--corpora pg19,...]
 
 Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written).
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 DEFAULT_STORE = "results/ccq.db"
 DEFAULT_TABLES = "results/tables"
 DEFAULT_FIGURES = "results/figures"
-SUBCOMMANDS = ("run", "runs", "tables", "curves")
+SUBCOMMANDS = ("run", "runs", "tables", "curves", "data")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,11 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
     run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer) or zoo:<name>")
-    run.add_argument("--suite", required=True, help="suite to run: sniah")
+    run.add_argument("--suite", required=True, help="suite to run: sniah, longppl")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
                                        "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
-    run.add_argument("--samples", type=int, help="items per unit (S-NIAH: samples per task and length, default 500)")
+    run.add_argument("--samples", type=int, help="items per unit (S-NIAH: samples per task and length, default 500; "
+                                                 "longppl: sequences per corpus, default 100)")
     run.add_argument("--label", help="the model's name in tables and plots (default: checkpoint folder or zoo name, "
                                      "plus any CCQ override, e.g. gla-tiny+ccq0.3)")
     _add_store(run)
@@ -61,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA/GDN checkpoint: fixed lambda "
                                                       "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
+    run.add_argument("--engine", help="longppl: one-pass (default; one forward per sequence gives every length) "
+                                      "or lm-eval (loglikelihood_rolling per length, the cross-check)")
 
     runs = sub.add_parser("runs", help="list runs in the store, or delete one")
     _add_store(runs)
@@ -68,16 +72,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="sniah", help="which table: sniah")
+    tables.add_argument("--table", default="sniah", help="which table: sniah, longppl, all")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
     tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals")
     tables.add_argument("--out", default=DEFAULT_TABLES, help=f"folder for <table>.csv/.tex/.md (default {DEFAULT_TABLES})")
 
     curves = sub.add_parser("curves", help="draw figures from the store")
     _add_store(curves)
-    curves.add_argument("--figure", default="sniah-depth", help="which figure: sniah-depth")
+    curves.add_argument("--figure", help="which figure: longppl, sniah-depth (default: every figure with data)")
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
+    data = sub.add_parser("data", help="fetch datasets on a machine with network access")
+    data.add_argument("action", choices=("fetch",))
+    data.add_argument("suite", choices=("longppl",))
+    data.add_argument("--corpora", help="comma list (default: all six)")
     return parser
+
+
+def _data(args) -> int:
+    from ccq_eval.data import longppl
+
+    corpora = args.corpora.split(",") if args.corpora else None
+    unknown = [c for c in corpora or [] if c not in longppl.CORPORA]
+    if unknown:
+        raise _BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(longppl.CORPORA)}")
+    for path in longppl.fetch(corpora):
+        print(f"written {path}")
+    return 0
 
 
 def _run(args) -> int:
@@ -87,7 +107,8 @@ def _run(args) -> int:
         model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
         label=args.label, store=args.store, data_dir=args.data_dir, haystack=args.haystack, seed=args.seed,
         device=args.device, dtype=args.dtype, batch_size=args.batch_size, force=args.force, dry_run=args.dry_run,
-        allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale)
+        allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
+        engine=args.engine)
     if args.batch_size < 1:
         raise _BadInput(f"--batch-size {args.batch_size}: must be at least 1")
     return run_suite(request)
@@ -115,38 +136,44 @@ def _tables(args) -> int:
     from ccq_eval.render import EXTENSIONS, TABLES, render_table
     from ccq_eval.store import Store
 
-    if args.table not in TABLES:
-        raise _BadInput(f"--table {args.table!r}: unknown; available: {', '.join(TABLES)}")
-    rendered = render_table(Store(args.store, readonly=True), args.table, args.format, ci=args.ci)
-    if rendered is None:
-        print(f"table {args.table}: nothing in {args.store} to show yet (skipped)")
-        return 0
+    names = TABLES if args.table == "all" else (args.table,)
+    if any(name not in TABLES for name in names):
+        raise _BadInput(f"--table {args.table!r}: unknown; available: {', '.join(TABLES)}, all")
+    store = Store(args.store, readonly=True)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for fmt, text in rendered.items():
-        (out / f"{args.table}.{EXTENSIONS[fmt]}").write_text(text)
-    print(rendered[args.format])
-    print(f"\nwritten: {', '.join(str(out / f'{args.table}.{e}') for e in EXTENSIONS.values())}")
+    for name in names:
+        rendered = render_table(store, name, ci=args.ci)
+        if rendered is None:
+            print(f"table {name}: nothing in {args.store} to show yet (skipped)")
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        for fmt, text in rendered.items():
+            (out / f"{name}.{EXTENSIONS[fmt]}").write_text(text)
+        print(rendered[args.format])
+        print(f"\nwritten: {', '.join(str(out / f'{name}.{e}') for e in EXTENSIONS.values())}\n")
     return 0
 
 
 def _curves(args) -> int:
-    from ccq_eval.render import FIGURES, sniah_depth_figure, write_figure
+    from ccq_eval.render import FIGURES, draw_figure, write_figure
     from ccq_eval.store import Store
 
-    if args.figure not in FIGURES:
+    if args.figure is not None and args.figure not in FIGURES:
         raise _BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(FIGURES)}")
-    fig = sniah_depth_figure(Store(args.store, readonly=True))
-    if fig is None:
-        print(f"figure {args.figure}: nothing in {args.store} to draw yet (skipped)")
-        return 0
-    paths = write_figure(fig, Path(args.out), args.figure)
-    print("written: " + ", ".join(map(str, paths)))
+    store = Store(args.store, readonly=True)
+    for name in [args.figure] if args.figure else FIGURES:
+        fig = draw_figure(store, name)
+        if fig is None:
+            if args.figure:
+                print(f"figure {name}: nothing in {args.store} to draw yet (skipped)")
+            continue
+        print("written: " + ", ".join(map(str, write_figure(fig, Path(args.out), name))))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     from ccq_eval.data.haystack import HaystackError
+    from ccq_eval.data.longppl import CorpusError
     from ccq_eval.data.sniah import SniahError
     from ccq_eval.models.loading import ModelLoadError
     from ccq_eval.store import StoreError
@@ -157,12 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
     try:
         args = build_parser().parse_args(argv)
-        handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves}.get(args.command)
+        handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data}.get(args.command)
         if handler is None:
             build_parser().print_help()
             return 2
         return handler(args)
-    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError) as exc:
+    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError, CorpusError) as exc:
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
 

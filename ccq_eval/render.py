@@ -17,8 +17,10 @@ from ccq_eval.suites import SUITES, format_length
 
 FORMATS = ("csv", "latex", "md")
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
-TABLES = ("sniah",)
-FIGURES = ("sniah-depth",)
+TABLES = ("sniah", "longppl")
+FIGURES = ("longppl", "sniah-depth")
+TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
+MAX_LENGTH_COLUMNS = 5  # per corpus in the longppl table; the curves show every length
 
 
 def metrics_frame(store: Store) -> pd.DataFrame:
@@ -92,17 +94,18 @@ def _escape_markdown(text: str) -> str:
     return "".join("\\" + ch if ch in "\\|*_`[]<>#" else ch for ch in str(text))
 
 
-def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None) -> str:
+def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
+             higher_is_better: bool = True) -> str:
     """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
-    mask = _best_mask(values)
+    mask = _best_mask(values, higher_is_better)
     cells = cells.rename_axis(index=None, columns=None)
     styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
     styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
     return styler.to_latex(hrules=True, caption=caption, column_format="l" + "r" * len(cells.columns))
 
 
-def to_markdown(values: pd.DataFrame, cells: pd.DataFrame) -> str:
-    mask = _best_mask(values)
+def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool = True) -> str:
+    mask = _best_mask(values, higher_is_better)
     shown = cells.copy().astype(object)
     for i in range(shown.shape[0]):
         for j in range(shown.shape[1]):
@@ -123,13 +126,43 @@ def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | 
     return frame.to_csv(float_format="%.4g")
 
 
-def render_table(store: Store, table: str, fmt: str, ci: bool = False) -> dict[str, str] | None:
+def longppl_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows = labels, columns = corpus x lengths (at most 5 evenly spaced per corpus, ends included)."""
+    suite = SUITES["longppl"]
+    rows = frame[(frame.suite == "longppl") & (frame.metric == "perplexity")].copy()
+    if rows.empty:
+        return pd.DataFrame()
+    columns = []
+    for task in suite.tasks:
+        lengths = sorted(rows[rows.task == task].context_length.unique())
+        if len(lengths) > MAX_LENGTH_COLUMNS:
+            picks = {round(i * (len(lengths) - 1) / (MAX_LENGTH_COLUMNS - 1)) for i in range(MAX_LENGTH_COLUMNS)}
+            lengths = [lengths[i] for i in sorted(picks)]
+        columns += [(task, L) for L in lengths]
+    rows["column"] = [f"{suite.display[t]} {format_length(L)}" for t, L in zip(rows.task, rows.context_length)]
+    names = [f"{suite.display[t]} {format_length(L)}" for t, L in columns]
+    return rows.pivot(index="label", columns="column", values="value").reindex(columns=names)
+
+
+def _number_cells(values: pd.DataFrame) -> pd.DataFrame:
+    return values.map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
+
+
+def render_table(store: Store, table: str, ci: bool = False) -> dict[str, str] | None:
     """{format: text} for every format (the files), or None when the store has nothing for the table."""
+    if table not in TABLES:
+        raise ValueError(f"--table {table!r}: unknown; available: {', '.join(TABLES)}")
     frame = metrics_frame(store)
     if frame.empty:
         return None
-    if table != "sniah":
-        raise ValueError(f"--table {table!r}: unknown; available: {', '.join(TABLES)}")
+    if table == "longppl":
+        values = longppl_table(frame)
+        if values.empty:
+            return None
+        cells = _number_cells(values)
+        caption = "Perplexity by context length (lower is better)"
+        return {"csv": to_csv(values, None, None), "latex": to_latex(values, cells, caption, higher_is_better=False),
+                "md": to_markdown(values, cells, higher_is_better=False)}
     values, low, high = sniah_table(frame)
     if values.empty:
         return None
@@ -197,3 +230,65 @@ def write_figure(fig, out_dir: Path, name: str) -> list[Path]:
     for path in paths:
         fig.savefig(path, dpi=150)
     return paths
+
+
+def label_colours(store: Store) -> dict[str, tuple]:
+    """One colour per label, fixed across every figure drawn from this store (sorted label order)."""
+    import matplotlib
+
+    labels = sorted(r["label"] for r in store.query("SELECT DISTINCT label FROM runs"))
+    palette = matplotlib.colormaps["tab10"].colors + matplotlib.colormaps["Dark2"].colors
+    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+
+
+def training_lengths(store: Store) -> dict[str, int]:
+    """label -> training context length, when the model's config records one."""
+    found = {}
+    for row in store.query("SELECT label, model_config FROM runs"):
+        config = json.loads(row["model_config"])
+        for key in TRAINING_LENGTH_KEYS:
+            if isinstance(config.get(key), int):
+                found[row["label"]] = config[key]
+    return found
+
+
+def longppl_figure(store: Store):
+    """2 x 3 grid, one panel per corpus: perplexity against context length, one line per label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = metrics_frame(store)
+    if frame.empty:
+        return None
+    rows = frame[(frame.suite == "longppl") & (frame.metric == "perplexity")]
+    if rows.empty:
+        return None
+    suite = SUITES["longppl"]
+    colours, trained = label_colours(store), training_lengths(store)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), constrained_layout=True)
+    for ax, task in zip(axes.flat, suite.tasks):
+        sub = rows[rows.task == task]
+        for label in sorted(sub.label.unique()):
+            line = sub[sub.label == label].sort_values("context_length")
+            ax.plot(line.context_length / 1024, line.value, marker="o", ms=3, color=colours[label], label=label)
+            if label in trained:
+                ax.axvline(trained[label] / 1024, color=colours[label], ls="--", lw=0.8)
+        ax.set_title(suite.display[task])
+        ax.set_xlabel("context length (K tokens)")
+        ax.set_ylabel("perplexity")
+        if sub.empty:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+    handles, labels = [], []
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)))
+    return fig
+
+
+def draw_figure(store: Store, name: str):
+    return {"longppl": longppl_figure, "sniah-depth": sniah_depth_figure}[name](store)

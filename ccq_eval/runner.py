@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import logging
-import math
 import shlex
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ccq_eval.data.cache import stable_hash
-from ccq_eval.suites import Suite, format_length, get_suite, parse_lengths, parse_tasks
+from ccq_eval.suites import Suite, get_suite, parse_lengths, parse_tasks
 from ccq_eval.store import Store, now
 
 # the plugins: tasks/ in the repository, installed as the package ccq_eval.tasks (wheel or editable)
@@ -50,6 +49,7 @@ class RunRequest:
     allow_pickle: bool = False
     ccq_lambda: float | None = None
     ccq_sigma_scale: str | None = None
+    engine: str | None = None  # longppl: one-pass (default) or lm-eval
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 
@@ -119,8 +119,28 @@ def numeric_config(provenance: dict) -> dict:
     return {k: v for k, v in provenance["config"].items() if k not in VOLATILE_CONFIG_KEYS}
 
 
+@dataclass
+class UnitOutcome:
+    """What a driver hands back for one unit; the runner writes it in one transaction."""
+
+    status: str  # complete | failed
+    reason: str | None = None
+    metrics: list[dict] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
+    fingerprint: str | None = None
+    settings: dict = field(default_factory=dict)  # recorded additions (counts of skipped items, ...)
+    raw: dict | None = None
+
+
+def failure(exc: BaseException) -> UnitOutcome:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    logging.getLogger(__name__).debug("unit failed\n%s", traceback.format_exc())
+    return UnitOutcome(status="failed", reason=f"{exc.__class__.__name__}: {text}"[:500])
+
+
 class SuiteRunner:
-    """Runs one RunRequest. ``evaluand_loader`` is injectable (tests use scripted LMs)."""
+    """Runs one RunRequest. ``evaluand_loader`` is injectable (tests use scripted LMs); the suite's
+    driver (suite_<name>.py) knows its data, its unit settings and how to evaluate its units."""
 
     def __init__(self, request: RunRequest, evaluand_loader: Callable[[RunRequest, int], Evaluand] = load_evaluand,
                  out=print):
@@ -131,8 +151,7 @@ class SuiteRunner:
     # --- planning (no writes) ---------------------------------------------------------------------
 
     def prepare(self):
-        from ccq_eval.data import sniah
-        from ccq_eval.data.haystack import load_haystack, resolve_haystack_path
+        from ccq_eval.suites import SuiteError
 
         r = self.request
         self.suite: Suite = get_suite(r.suite)
@@ -140,43 +159,24 @@ class SuiteRunner:
         self.lengths = parse_lengths(r.lengths) if r.lengths else self.suite.default_lengths
         self.samples = r.samples if r.samples is not None else self.suite.default_samples
         if self.samples is not None and self.samples <= 0:
-            from ccq_eval.suites import SuiteError
-
             raise SuiteError(f"--samples {self.samples}: must be a positive count")
-        self.haystack_path = resolve_haystack_path(r.haystack, r.data_dir)
-        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in self.tasks)
-        self.haystack = load_haystack(self.haystack_path) if needs_essays else None
-        self.evaluand = self.load(r, max(self.lengths))
+        self.driver = driver_for(self.suite.name)(self)
+        self.driver.check_inputs()  # data present and well-formed, before the model is loaded
+        self.evaluand = self.load(r, self.driver.max_length())
         self.label = default_label(r)
-        tokenizer = self.evaluand.tokenizer
-        for task in self.tasks:  # a length that cannot hold the prompt skeleton is bad input
-            smallest = sniah.skeleton_tokens(task, tokenizer, self.haystack) + sniah.TOKENS_TO_GENERATE
-            for length in self.lengths:
-                if length < smallest:
-                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold a {task} prompt "
-                                           f"({smallest} tokens at least with an empty haystack); use larger lengths")
+        self.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
         self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
         self.units = self.plan()
         return self
 
     def plan(self) -> list[Unit]:
-        from ccq_eval.data import sniah
-
         prov = self.evaluand.provenance
-        tokenizer_fp = sniah.tokenizer_fingerprint(self.evaluand.tokenizer)
         units = []
         for task in self.tasks:
-            essay = sniah.VARIANTS[task].haystack == "essay"
             for length in self.lengths:
-                settings = {
-                    "samples": self.samples, "seed": self.request.seed, "dtype": prov["dtype"],
-                    # the budget this unit is evaluated under (prompts are never cut, so the wrapper's
-                    # overall cap, the longest length of the run, changes no number)
-                    "batch_size": self.request.batch_size, "max_length": length,
-                    "task_version": 1.0, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
-                    "haystack": ({"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None),
-                }
-                data_key = sniah.dataset_key(task, tokenizer_fp, length, self.samples, self.request.seed, self.haystack)
+                settings, data_key = self.driver.unit_settings(task, length)
+                settings = {"samples": self.samples, "seed": self.request.seed, "dtype": prov["dtype"],
+                            "batch_size": self.request.batch_size, **settings}
                 identity = {"weights": prov["weights_sha256"], "config": numeric_config(prov), "suite": self.suite.name,
                             "task": task, "context_length": length, "settings": settings, "data": data_key}
                 units.append(Unit(self.suite.name, task, length, settings, data_key, stable_hash(identity)))
@@ -188,9 +188,9 @@ class SuiteRunner:
         done = self.store.complete_unit_keys()
         todo = [u for u in self.units if self.request.force or u.unit_key not in done]
         if self.request.dry_run:
-            self.out(f"{'task':<10}{'length':>8}  state")
+            self.out(f"{'task':<20}{'length':>8}  state")
             for u in self.units:
-                self.out(f"{u.task:<10}{u.context_length:>8}  {'to run' if u in todo else 'done (skipped)'}")
+                self.out(f"{u.task:<20}{u.context_length:>8}  {'to run' if u in todo else 'done (skipped)'}")
             self.out(f"{len(todo)} to run, {len(self.units) - len(todo)} already complete in {self.request.store}")
             return 0
         if not todo:
@@ -199,8 +199,14 @@ class SuiteRunner:
         run_id = self.store.begin_run(self._run_record())
         results = []
         try:
-            for unit in todo:
-                results.append((unit, self._run_unit(run_id, unit)))
+            for task in self.tasks:
+                task_units = [u for u in todo if u.task == task]
+                if not task_units:
+                    continue
+                started = now()
+                for unit, outcome in self.driver.run_units(task_units):
+                    results.append((unit, self._write(run_id, unit, outcome, started)))
+                    started = now()
         except KeyboardInterrupt:
             self.store.finish_run(run_id, "interrupted")
             finished = ", ".join(f"{u.task}@{u.context_length}" for u, _ in results) or "none"
@@ -224,75 +230,22 @@ class SuiteRunner:
             "git_sha": git_sha(),
         }
 
-    def _run_unit(self, run_id: str, unit: Unit) -> dict:
-        started = now()
+    def metric(self, name: str, value: float, **extra) -> dict:
+        """A metric row with this run's label and model spec."""
+        return {"label": self.label, "model": self.request.model, "metric": name, "value": value, **extra}
+
+    def _write(self, run_id: str, unit: Unit, outcome: UnitOutcome, started: str) -> dict:
         record = {"run_id": run_id, "suite": unit.suite, "task": unit.task, "context_length": unit.context_length,
-                  "unit_key": unit.unit_key, "started": started, "settings": unit.settings}
-        try:
-            records, fingerprint = self._build_data(unit)
-            metrics, samples, raw = self._evaluate(unit, records)
-        except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
-            reason = f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
-            logging.getLogger(__name__).debug("unit failed\n%s", traceback.format_exc())
-            self.store.write_unit({**record, "status": "failed", "reason": reason}, [], [])
-            return {"status": "failed", "reason": reason}
-        self._save_raw(run_id, unit, raw)
-        unit_id = self.store.write_unit({**record, "status": "complete", "dataset_fingerprint": fingerprint,
-                                         "settings": {**unit.settings, "n_samples": len(samples)}}, metrics, samples)
-        return {"status": "complete", "unit_id": unit_id, "score": metrics[0]["value"]}
-
-    def _build_data(self, unit: Unit):
-        from tqdm import tqdm
-
-        from ccq_eval.data import sniah
-
-        with tqdm(total=self.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
-                  disable=None, leave=False) as bar:
-            records, fingerprint, _ = sniah.load_or_generate(unit.task, self.evaluand.tokenizer, unit.context_length,
-                                                             self.samples, self.request.seed, self.haystack, bar)
-        return records, fingerprint
-
-    def _evaluate(self, unit: Unit, records: list[dict]):
-        import lm_eval
-        from lm_eval.tasks import TaskManager
-
-        from ccq_eval.data.sniah import prompt_of
-
-        for name in ("lm_eval", "lm_eval.api.task", "lm_eval.evaluator"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        metadata = {"tokenizer": self.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
-                    "num_samples": self.samples, "seed": self.request.seed, "haystack": self.haystack_path or ""}
-        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-        out = lm_eval.simple_evaluate(model=self.evaluand.lm, tasks=[unit.task], task_manager=manager,
-                                      log_samples=True, bootstrap_iters=0, random_seed=self.request.seed,
-                                      numpy_random_seed=self.request.seed, torch_random_seed=self.request.seed)
-        logged = out["samples"][unit.task]
-        if len(logged) != len(records):
-            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")
-        samples, scores = [], []
-        for entry in sorted(logged, key=lambda e: e["doc_id"]):
-            doc = entry["doc"]
-            score = float(entry["score"])
-            if not math.isfinite(score):
-                raise RuntimeError(f"non-finite score for sample {doc['index']}")
-            scores.append(score)
-            prediction = entry["filtered_resps"][0]
-            samples.append({
-                "idx": doc["index"], "target": doc["outputs"][0], "prediction": prediction, "score": score,
-                "prompt_sha256": stable_hash(prompt_of(doc)),
-                "fields": {"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
-                           "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
-                           "empty_prediction": not prediction.strip()},
-            })
-        n = len(scores)
-        mean = sum(scores) / n
-        stderr = (sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None
-        correct = sum(1 for s in scores if s > 0)
-        metric = {"label": self.label, "model": self.request.model, "metric": "score", "value": mean,
-                  "stderr": stderr, "n": n, "higher_is_better": True, "is_primary": True}
-        count = {**metric, "metric": "correct", "value": float(correct), "stderr": None, "is_primary": False}
-        raw = {k: v for k, v in out.items() if k != "samples"}
-        return [metric, count], samples, raw
+                  "unit_key": unit.unit_key, "started": started, "status": outcome.status, "reason": outcome.reason,
+                  "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
+        if outcome.status != "complete":
+            self.store.write_unit(record, [], [])
+            return {"status": "failed", "reason": outcome.reason}
+        if outcome.raw is not None:
+            self._save_raw(run_id, unit, outcome.raw)
+        unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples)
+        primary = next(m["value"] for m in outcome.metrics if m.get("is_primary"))
+        return {"status": "complete", "unit_id": unit_id, "score": primary}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
         if self.request.store.startswith("file:"):
@@ -303,13 +256,23 @@ class SuiteRunner:
 
     def _summary(self, results, skipped: int, run_id: str) -> None:
         self.out(f"\nrun {run_id} ({self.label}) -> {self.request.store}")
-        self.out(f"{'task':<10}{'length':>8}  {'status':<9}{'score':>7}")
+        self.out(f"{'task':<20}{'length':>8}  {'status':<9}{self.suite.primary_metric:>11}")
         for unit, res in results:
-            score = f"{res['score']:.1f}" if res["status"] == "complete" else ""
-            self.out(f"{unit.task:<10}{unit.context_length:>8}  {res['status']:<9}{score:>7}"
+            score = f"{res['score']:.2f}" if res["status"] == "complete" else ""
+            self.out(f"{unit.task:<20}{unit.context_length:>8}  {res['status']:<9}{score:>11}"
                      + (f"  {res['reason']}" if res["status"] == "failed" else ""))
         if skipped:
             self.out(f"({skipped} units already complete, skipped)")
+
+
+def driver_for(suite: str):
+    if suite == "sniah":
+        from ccq_eval.suite_sniah import SniahDriver
+
+        return SniahDriver
+    from ccq_eval.suite_longppl import LongpplDriver
+
+    return LongpplDriver
 
 
 def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:

@@ -32,6 +32,15 @@ SUITES: dict[str, Suite] = {
         default_samples=500,
         display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
     ),
+    "longppl": Suite(
+        name="longppl",
+        tasks=tuple(f"longppl_{c}" for c in ("govreport", "qmsum", "narrativeqa", "qasper", "codeparrot", "pg19")),
+        default_lengths=tuple(range(4096, 20480 + 1, 2048)),
+        default_samples=100,
+        display={"longppl_govreport": "GovReport", "longppl_qmsum": "QMSum", "longppl_narrativeqa": "NarrativeQA",
+                 "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19"},
+        primary_metric="perplexity",
+    ),
 }
 
 

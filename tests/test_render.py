@@ -48,7 +48,7 @@ def test_layout_latest_unit_and_failed_units(store):
     import csv
     import io
 
-    table = list(csv.reader(io.StringIO(render_table(store, "sniah", "csv")["csv"])))
+    table = list(csv.reader(io.StringIO(render_table(store, "sniah")["csv"])))
     assert table[0] == ["label", "S1 1K", "S1 2K", "S2 (ccq-essays) 1K", "S2 (ccq-essays) 2K"]
     rows = {row[0]: row[1:] for row in table[1:]}
     assert rows["GLA"] == ["40", "40", "40", "40"]
@@ -56,7 +56,7 @@ def test_layout_latest_unit_and_failed_units(store):
 
 
 def test_latex_booktabs_bold_and_escaping(store):
-    tex = render_table(store, "sniah", "latex")["latex"]
+    tex = render_table(store, "sniah")["latex"]
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
     assert "CCQ\\_GLA \\& 50\\%" in tex and "CCQ_GLA & 50%" not in tex
     gla_row = next(line for line in tex.splitlines() if line.startswith("GLA"))
@@ -66,7 +66,7 @@ def test_latex_booktabs_bold_and_escaping(store):
 
 
 def test_markdown_escapes_and_bolds(store):
-    md = render_table(store, "sniah", "md")["md"]
+    md = render_table(store, "sniah")["md"]
     assert "CCQ\\_GLA & 50%" in md and "**90.0**" in md
     assert md.splitlines()[0].startswith("| label")
 
@@ -75,15 +75,15 @@ def test_confidence_intervals(store):
     low, high = wilson_interval(45, 50)
     assert 78 < low < 80 and 95 < high < 97
     assert wilson_interval(50, 50)[1] == pytest.approx(100.0) and wilson_interval(0, 50)[0] == pytest.approx(0.0)
-    md = render_table(store, "sniah", "md", ci=True)["md"]
+    md = render_table(store, "sniah", ci=True)["md"]
     assert f"90.0 [{wilson_interval(45, 50)[0]:.1f}, {wilson_interval(45, 50)[1]:.1f}]" in md
-    csv = render_table(store, "sniah", "csv", ci=True)["csv"]
+    csv = render_table(store, "sniah", ci=True)["csv"]
     assert "S1 1K ci_low" in csv.splitlines()[0]
 
 
 def test_empty_store_renders_nothing(tmp_path):
     store = Store(tmp_path / "empty.db")
-    assert render_table(store, "sniah", "md") is None
+    assert render_table(store, "sniah") is None
     assert sniah_depth_figure(store) is None
 
 

@@ -1,0 +1,56 @@
+"""Token NLL of long sequences in one pass, chunk by chunk with the model's cache.
+
+Logits are never materialised for the whole sequence x vocabulary: each chunk's logits are turned
+into NLL and dropped. Recurrent models carry their state across chunks through fla's cache (the
+same cache decoding uses); attention models carry their KV cache. Position t's logits score token
+t + 1: the sequence's first token is context only (BOS), every other token is scored.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class NonFiniteLoss(RuntimeError):
+    """A NaN or infinite NLL: the number cannot be trusted and is not stored."""
+
+
+@torch.no_grad()
+def sequence_nll(model, ids: list[int] | torch.Tensor, chunk_size: int = 2048) -> torch.Tensor:
+    """NLL (float64) of ids[1:], each predicted from everything before it; ``len(ids) - 1`` values."""
+    ids = torch.as_tensor(ids, dtype=torch.long).view(1, -1)
+    device = next(model.parameters()).device
+    ids = ids.to(device)
+    total = ids.shape[1] - 1
+    cache, pieces = None, []
+    for start in range(0, total, chunk_size):
+        end = min(start + chunk_size, total)
+        out = model(input_ids=ids[:, start:end], past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
+        logits = out.logits[0].float()
+        pieces.append(F.cross_entropy(logits, ids[0, start + 1 : end + 1], reduction="none").double().cpu())
+    return torch.cat(pieces)
+
+
+def prefix_perplexities(nll: torch.Tensor, lengths: list[int]) -> dict[int, float]:
+    """{L: NLL sum over the first L scored tokens} from one pass (prefix sums)."""
+    cumulative = nll.cumsum(0)
+    return {L: float(cumulative[L - 1]) for L in lengths}
+
+
+def check_finite(nll: torch.Tensor, name: str) -> None:
+    if not torch.isfinite(nll).all():
+        position = int((~torch.isfinite(nll)).nonzero()[0])
+        raise NonFiniteLoss(f"{name}: non-finite loss at scored token {position}")
+
+
+def bucket_sums(nll: torch.Tensor, bucket: int) -> list[float]:
+    """NLL summed per position bucket (the per-position view: [0, bucket), [bucket, 2 bucket), ...)."""
+    return [float(nll[i : i + bucket].sum()) for i in range(0, len(nll), bucket)]
+
+
+def perplexity(nll_sum: float, tokens: int) -> float:
+    return math.exp(nll_sum / tokens)

@@ -1,0 +1,120 @@
+"""The S-NIAH suite's driver: haystack and length checks, unit settings, and one lm-eval evaluation
+per unit (task x length) over data generated once and frozen in the cache."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from ccq_eval.data import sniah
+from ccq_eval.data.cache import stable_hash
+from ccq_eval.data.haystack import load_haystack, resolve_haystack_path
+from ccq_eval.runner import TASKS_DIR, UnitOutcome, failure
+from ccq_eval.suites import format_length
+
+TASK_VERSION = 1.0
+
+
+def run_lm_eval(runner, task: str, metadata: dict) -> dict:
+    """simple_evaluate on one of our plugins with our own TaskManager and metadata (lm-eval merges
+    model_args into task metadata only when it builds the TaskManager itself)."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    for name in ("lm_eval", "lm_eval.api.task", "lm_eval.evaluator"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    seed = runner.request.seed
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
+    return lm_eval.simple_evaluate(model=runner.evaluand.lm, tasks=[task], task_manager=manager, log_samples=True,
+                                   bootstrap_iters=0, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed)
+
+
+class SniahDriver:
+    def __init__(self, runner):
+        self.runner = runner
+
+    def check_inputs(self) -> None:
+        r = self.runner
+        self.haystack_path = resolve_haystack_path(r.request.haystack, r.request.data_dir)
+        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in r.tasks)
+        self.haystack = load_haystack(self.haystack_path) if needs_essays else None
+
+    def max_length(self) -> int:
+        return max(self.runner.lengths)
+
+    def check_with_tokenizer(self) -> None:
+        r = self.runner
+        tokenizer = r.evaluand.tokenizer
+        self.tokenizer_fp = sniah.tokenizer_fingerprint(tokenizer)
+        for task in r.tasks:  # a length that cannot hold the prompt skeleton is bad input
+            smallest = sniah.skeleton_tokens(task, tokenizer, self.haystack) + sniah.TOKENS_TO_GENERATE
+            for length in r.lengths:
+                if length < smallest:
+                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold a {task} prompt "
+                                           f"({smallest} tokens at least with an empty haystack); use larger lengths")
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        essay = sniah.VARIANTS[task].haystack == "essay"
+        settings = {
+            # the budget this unit is evaluated under (prompts are never cut, so the wrapper's overall
+            # cap, the longest length of the run, changes no number)
+            "max_length": length, "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
+            "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
+        }
+        r = self.runner
+        data_key = sniah.dataset_key(task, self.tokenizer_fp, length, r.samples, r.request.seed, self.haystack)
+        return settings, data_key
+
+    def run_units(self, units):
+        for unit in units:
+            try:
+                records, fingerprint = self._build_data(unit)
+                yield unit, self._evaluate(unit, records, fingerprint)
+            except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
+                yield unit, failure(exc)
+
+    def _build_data(self, unit):
+        from tqdm import tqdm
+
+        r = self.runner
+        with tqdm(total=r.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
+                  disable=None, leave=False) as bar:
+            records, fingerprint, _ = sniah.load_or_generate(unit.task, r.evaluand.tokenizer, unit.context_length,
+                                                             r.samples, r.request.seed, self.haystack, bar)
+        return records, fingerprint
+
+    def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
+        r = self.runner
+        metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
+                    "num_samples": r.samples, "seed": r.request.seed, "haystack": self.haystack_path or ""}
+        out = run_lm_eval(r, unit.task, metadata)
+        logged = out["samples"][unit.task]
+        if len(logged) != len(records):
+            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")
+        samples, scores = [], []
+        for entry in sorted(logged, key=lambda e: e["doc_id"]):
+            doc = entry["doc"]
+            score = float(entry["score"])
+            if not math.isfinite(score):
+                raise RuntimeError(f"non-finite score for sample {doc['index']}")
+            scores.append(score)
+            prediction = entry["filtered_resps"][0]
+            samples.append({
+                "idx": doc["index"], "target": doc["outputs"][0], "prediction": prediction, "score": score,
+                "prompt_sha256": stable_hash(sniah.prompt_of(doc)),
+                "fields": {"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
+                           "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
+                           "empty_prediction": not prediction.strip()},
+            })
+        n = len(scores)
+        mean = sum(scores) / n
+        stderr = (sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None
+        correct = float(sum(1 for s in scores if s > 0))
+        empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
+        metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
+                   r.metric("correct", correct, n=n, higher_is_better=True, is_primary=False)]
+        extra = {"n_samples": n, "empty_predictions": empty}
+        if empty == n:
+            extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
+                           settings=extra, raw={k: v for k, v in out.items() if k != "samples"})
