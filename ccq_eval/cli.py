@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
     run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer) or zoo:<name>")
-    run.add_argument("--suite", required=True, help="suite to run: sniah, longppl")
+    run.add_argument("--suite", required=True, help="suite to run: sniah, longppl, longbench")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
                                        "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
@@ -72,9 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="sniah", help="which table: sniah, longppl, all")
+    tables.add_argument("--table", default="sniah", help="which table: sniah, longppl, longbench, all")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
-    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals")
+    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired intervals on "
+                                                           "S-NIAH deltas)")
+    tables.add_argument("--reference", action="store_true", help="add the reported rows of results/reference/ "
+                                                                 "(labelled '(reported)', never mixed with measured rows)")
+    tables.add_argument("--baseline", metavar="LABEL", help="add 'label − LABEL' delta rows against this label")
     tables.add_argument("--out", default=DEFAULT_TABLES, help=f"folder for <table>.csv/.tex/.md (default {DEFAULT_TABLES})")
 
     curves = sub.add_parser("curves", help="draw figures from the store")
@@ -83,19 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
     data = sub.add_parser("data", help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
-    data.add_argument("suite", choices=("longppl",))
-    data.add_argument("--corpora", help="comma list (default: all six)")
+    data.add_argument("suite", choices=("longppl", "longbench"))
+    data.add_argument("--corpora", help="comma list of corpora / LongBench keys (default: all)")
     return parser
 
 
 def _data(args) -> int:
-    from ccq_eval.data import longppl
+    from ccq_eval.data import longbench, longppl
 
+    module, known = (longppl, longppl.CORPORA) if args.suite == "longppl" else (longbench, longbench.TASKS)
     corpora = args.corpora.split(",") if args.corpora else None
-    unknown = [c for c in corpora or [] if c not in longppl.CORPORA]
+    unknown = [c for c in corpora or [] if c not in known]
     if unknown:
-        raise _BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(longppl.CORPORA)}")
-    for path in longppl.fetch(corpora):
+        raise _BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
+    for path in module.fetch(corpora):
         print(f"written {path}")
     return 0
 
@@ -142,7 +147,11 @@ def _tables(args) -> int:
     store = Store(args.store, readonly=True)
     out = Path(args.out)
     for name in names:
-        rendered = render_table(store, name, ci=args.ci)
+        try:
+            rendered = render_table(store, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
+                                    strict=args.table != "all")
+        except ValueError as exc:
+            raise _BadInput(str(exc)) from exc
         if rendered is None:
             print(f"table {name}: nothing in {args.store} to show yet (skipped)")
             continue
@@ -173,6 +182,7 @@ def _curves(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from ccq_eval.data.haystack import HaystackError
+    from ccq_eval.data.longbench import LongBenchError
     from ccq_eval.data.longppl import CorpusError
     from ccq_eval.data.sniah import SniahError
     from ccq_eval.models.loading import ModelLoadError
@@ -189,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
             return 2
         return handler(args)
-    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError, CorpusError) as exc:
+    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError, CorpusError,
+            LongBenchError) as exc:
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
 

@@ -17,7 +17,8 @@ from ccq_eval.suites import SUITES, format_length
 
 FORMATS = ("csv", "latex", "md")
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
-TABLES = ("sniah", "longppl")
+TABLES = ("sniah", "longppl", "longbench")
+REPORTED = " (reported)"
 FIGURES = ("longppl", "sniah-depth")
 TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
 MAX_LENGTH_COLUMNS = 5  # per corpus in the longppl table; the curves show every length
@@ -73,18 +74,6 @@ def sniah_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     return pivot("value"), pivot("low"), pivot("high")
 
 
-def _cells(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None) -> pd.DataFrame:
-    def cell(v, lo, hi):
-        if pd.isna(v):
-            return "–"
-        return f"{v:.1f}" if lo is None else f"{v:.1f} [{lo:.1f}, {hi:.1f}]"
-
-    return pd.DataFrame([[cell(values.iat[i, j], None if low is None else low.iat[i, j],
-                               None if high is None else high.iat[i, j])
-                          for j in range(values.shape[1])] for i in range(values.shape[0])],
-                        index=values.index, columns=values.columns)
-
-
 def _best_mask(values: pd.DataFrame, higher_is_better: bool = True) -> pd.DataFrame:
     best = values.max() if higher_is_better else values.min()
     return values.eq(best) & values.notna()
@@ -97,7 +86,7 @@ def _escape_markdown(text: str) -> str:
 def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
              higher_is_better: bool = True) -> str:
     """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
-    mask = _best_mask(values, higher_is_better)
+    mask = _best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     cells = cells.rename_axis(index=None, columns=None)
     styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
     styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
@@ -105,7 +94,7 @@ def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = No
 
 
 def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool = True) -> str:
-    mask = _best_mask(values, higher_is_better)
+    mask = _best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     shown = cells.copy().astype(object)
     for i in range(shown.shape[0]):
         for j in range(shown.shape[1]):
@@ -144,33 +133,144 @@ def longppl_table(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.pivot(index="label", columns="column", values="value").reindex(columns=names)
 
 
-def _number_cells(values: pd.DataFrame) -> pd.DataFrame:
-    return values.map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
+def longbench_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows = labels, columns = the 14 tasks (x budgets when several) + the mean of the 14 cells."""
+    suite = SUITES["longbench"]
+    rows = frame[(frame.suite == "longbench") & (frame.metric == "score")].copy()
+    if rows.empty:
+        return pd.DataFrame()
+    lengths = sorted(rows.context_length.unique())
+    parts = []
+    for length in lengths:
+        at = rows[rows.context_length == length]
+        suffix = f" {format_length(length)}" if len(lengths) > 1 else ""
+        names = [suite.display[t] + suffix for t in suite.tasks]
+        table = at.assign(column=[suite.display[t] + suffix for t in at.task]).pivot(
+            index="label", columns="column", values="value").reindex(columns=names)
+        table[f"Avg{suffix}"] = table[names].mean(axis=1, skipna=False)  # missing while any task is missing
+        parts.append(table)
+    return pd.concat(parts, axis=1)
 
 
-def render_table(store: Store, table: str, ci: bool = False) -> dict[str, str] | None:
-    """{format: text} for every format (the files), or None when the store has nothing for the table."""
+def reference_rows(table: str) -> pd.DataFrame:
+    """The reported numbers for a table (results/reference/<table>.csv), one row per source and model."""
+    import importlib.resources
+
+    path = importlib.resources.files("ccq_eval.reference") / f"{table}.csv"
+    if not path.is_file():
+        return pd.DataFrame()
+    ref = pd.read_csv(path)
+    short = ref.source.str.split(",").str[0]
+    ref["label"] = ref.model + " [" + short + "]" + REPORTED
+    return ref.pivot_table(index="label", columns="column", values="value", sort=False)
+
+
+def with_reference(values: pd.DataFrame, table: str) -> pd.DataFrame:
+    ref = reference_rows(table)
+    if ref.empty:
+        return values
+    if table == "longbench":  # the plain mean of the 14 cells beside the paper's reported average
+        ref.insert(14, "Avg", ref[[SUITES["longbench"].display[t] for t in SUITES["longbench"].tasks]].mean(axis=1))
+    columns = list(values.columns) + [c for c in ref.columns if c not in values.columns]
+    return pd.concat([values.reindex(columns=columns), ref.reindex(columns=columns)])
+
+
+def with_deltas(values: pd.DataFrame, baseline: str, paired: dict | None = None) -> pd.DataFrame:
+    """Adds a 'label − baseline' row per measured label, as the paper's text quotes its deltas.
+    ``paired[(label, column)] = (delta, half_width)`` adds a 95% interval where samples are shared."""
+    if baseline not in values.index:
+        raise ValueError(f"--baseline {baseline!r}: no such label in the table; labels: {', '.join(values.index)}")
+    deltas = {}
+    for label in values.index:
+        if label == baseline or label.endswith(REPORTED):
+            continue
+        deltas[f"{label} − {baseline}"] = values.loc[label] - values.loc[baseline]
+    frame = pd.DataFrame(deltas).T.reindex(columns=values.columns)
+    return pd.concat([values, frame]) if not frame.empty else values
+
+
+def sniah_paired_deltas(store: Store, baseline: str) -> dict:
+    """(label, column) -> (mean paired difference, 95% half-width) over prompts both rows answered."""
+    import numpy as np
+
+    frame = store.frame(
+        "SELECT r.label, u.task, u.context_length, u.settings, u.finished, u.id AS unit_id, s.prompt_sha256, s.score "
+        "FROM samples s JOIN units u ON u.id = s.unit_id JOIN runs r ON r.id = u.run_id "
+        "WHERE u.status = 'complete' AND u.suite = 'sniah'")
+    if frame.empty:
+        return {}
+    latest = frame.sort_values(["finished", "unit_id"]).groupby(["label", "task", "context_length"]).unit_id.last()
+    frame = frame[frame.unit_id.isin(set(latest))]
+    suite = SUITES["sniah"]
+    out = {}
+    for (task, length), cell in frame.groupby(["task", "context_length"]):
+        hay = _haystack_of(cell.settings.iloc[0])
+        column = f"{suite.display[task]}{f' ({hay})' if isinstance(hay, str) else ''} {format_length(length)}"
+        base = cell[cell.label == baseline].set_index("prompt_sha256").score
+        for label, other in cell[cell.label != baseline].groupby("label"):
+            shared = other.set_index("prompt_sha256").score.align(base, join="inner")
+            if len(shared[0]) > 1:
+                diff = (shared[0] - shared[1]).to_numpy()
+                out[(f"{label} − {baseline}", column)] = (diff.mean(), 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)))
+    return out
+
+
+def _number_cells(values: pd.DataFrame, digits: int = 2, signed_rows=()) -> pd.DataFrame:
+    def cell(label, v):
+        if pd.isna(v):
+            return "–"
+        return f"{v:+.{digits}f}" if label in signed_rows else f"{v:.{digits}f}"
+
+    return pd.DataFrame([[cell(label, v) for v in row] for label, row in zip(values.index, values.values)],
+                        index=values.index, columns=values.columns)
+
+
+def render_table(store: Store, table: str, ci: bool = False, reference: bool = False,
+                 baseline: str | None = None, strict: bool = True) -> dict[str, str] | None:
+    """{format: text} for every format (the files), or None when there is nothing to show.
+    Reference rows render even when the store has no measured rows for the table. With strict=False
+    a baseline missing from this table is skipped (tables --table all) instead of being an error."""
     if table not in TABLES:
         raise ValueError(f"--table {table!r}: unknown; available: {', '.join(TABLES)}")
     frame = metrics_frame(store)
-    if frame.empty:
-        return None
-    if table == "longppl":
-        values = longppl_table(frame)
-        if values.empty:
-            return None
-        cells = _number_cells(values)
-        caption = "Perplexity by context length (lower is better)"
-        return {"csv": to_csv(values, None, None), "latex": to_latex(values, cells, caption, higher_is_better=False),
-                "md": to_markdown(values, cells, higher_is_better=False)}
-    values, low, high = sniah_table(frame)
+    measured = pd.DataFrame()
+    low = high = None
+    if not frame.empty:
+        if table == "sniah":
+            measured, low, high = sniah_table(frame)
+        else:
+            measured = longppl_table(frame) if table == "longppl" else longbench_table(frame)
+    values = with_reference(measured, table) if reference else measured
     if values.empty:
         return None
-    if not ci:
-        low = high = None
-    cells = _cells(values, low, high)
-    caption = r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else "")
-    return {"csv": to_csv(values, low, high), "latex": to_latex(values, cells, caption), "md": to_markdown(values, cells)}
+    higher = table != "longppl"
+    signed, paired = (), {}
+    if baseline is not None and (strict or baseline in values.index):
+        with_delta = with_deltas(values, baseline)
+        signed = [label for label in with_delta.index if label not in values.index]
+        if table == "sniah" and ci:
+            paired = sniah_paired_deltas(store, baseline)
+        values = with_delta
+    digits = 1 if table in ("sniah", "longbench") else 2
+    cells = _number_cells(values, digits, signed)
+    if table == "sniah" and ci and low is not None:
+        for label in measured.index:
+            for column in measured.columns:
+                if not pd.isna(measured.at[label, column]):
+                    cells.at[label, column] = (f"{measured.at[label, column]:.1f} "
+                                               f"[{low.at[label, column]:.1f}, {high.at[label, column]:.1f}]")
+    for (label, column), (delta, half) in paired.items():
+        if label in cells.index and column in cells.columns:
+            cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
+    ranked = values.drop(index=list(signed))
+    captions = {"sniah": r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else ""),
+                "longppl": "Perplexity by context length (lower is better)",
+                "longbench": "LongBench scores; Avg is the mean of the 14 cells"}
+    csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
+                         high.reindex(index=values.index, columns=values.columns)) if (ci and low is not None) else (None, None)
+    return {"csv": to_csv(values, csv_low, csv_high),
+            "latex": to_latex(ranked, cells, captions[table], higher_is_better=higher),
+            "md": to_markdown(ranked, cells, higher_is_better=higher)}
 
 
 # --- figures -------------------------------------------------------------------------------------------

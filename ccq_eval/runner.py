@@ -270,6 +270,10 @@ def driver_for(suite: str):
         from ccq_eval.suite_sniah import SniahDriver
 
         return SniahDriver
+    if suite == "longbench":
+        from ccq_eval.suite_longbench import LongBenchDriver
+
+        return LongBenchDriver
     from ccq_eval.suite_longppl import LongpplDriver
 
     return LongpplDriver

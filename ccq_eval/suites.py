@@ -41,6 +41,19 @@ SUITES: dict[str, Suite] = {
                  "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19"},
         primary_metric="perplexity",
     ),
+    "longbench": Suite(
+        name="longbench",
+        tasks=tuple(f"longbench_{k}" for k in (
+            "narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "gov_report", "qmsum",
+            "multi_news", "trec", "triviaqa", "samsum", "lcc", "repobench-p")),
+        default_lengths=(16384,),
+        default_samples=None,
+        display={f"longbench_{k}": d for k, d in (
+            ("narrativeqa", "NQA"), ("qasper", "QQA"), ("multifieldqa_en", "MFQ"), ("hotpotqa", "HQA"),
+            ("2wikimqa", "2WM"), ("musique", "Mus"), ("gov_report", "GvR"), ("qmsum", "QMS"),
+            ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
+            ("repobench-p", "RBP"))},
+    ),
 }
 
 
