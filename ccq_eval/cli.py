@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
     run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer) or zoo:<name>")
-    run.add_argument("--suite", required=True, help="suite to run: sniah, longppl, longbench")
+    run.add_argument("--suite", required=True, help="suite to run: lm, sniah, longppl, longbench, or all "
+                                                    "(every suite, one run record)")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
                                        "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
@@ -72,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="sniah", help="which table: sniah, longppl, longbench, all")
+    tables.add_argument("--table", default="all", help="which table: lm, sniah, longppl, longbench, all (default)")
+    tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
+                                          "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
     tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired intervals on "
                                                            "S-NIAH deltas)")
@@ -87,21 +90,23 @@ def build_parser() -> argparse.ArgumentParser:
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
     data = sub.add_parser("data", help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
-    data.add_argument("suite", choices=("longppl", "longbench"))
+    data.add_argument("suite", choices=("longppl", "longbench", "lm"))
     data.add_argument("--corpora", help="comma list of corpora / LongBench keys (default: all)")
     return parser
 
 
 def _data(args) -> int:
+    from ccq_eval import suite_lm
     from ccq_eval.data import longbench, longppl
 
-    module, known = (longppl, longppl.CORPORA) if args.suite == "longppl" else (longbench, longbench.TASKS)
+    module, known = {"longppl": (longppl, longppl.CORPORA), "longbench": (longbench, longbench.TASKS),
+                     "lm": (suite_lm, suite_lm.METRICS)}[args.suite]
     corpora = args.corpora.split(",") if args.corpora else None
     unknown = [c for c in corpora or [] if c not in known]
     if unknown:
         raise _BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
-    for path in module.fetch(corpora):
-        print(f"written {path}")
+    for done in module.fetch(corpora):
+        print(f"fetched {done}")
     return 0
 
 
@@ -149,7 +154,8 @@ def _tables(args) -> int:
     for name in names:
         try:
             rendered = render_table(store, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
-                                    strict=args.table != "all")
+                                    strict=args.table != "all",
+                                    average=args.average.split(",") if args.average else None)
         except ValueError as exc:
             raise _BadInput(str(exc)) from exc
         if rendered is None:
@@ -184,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     from ccq_eval.data.haystack import HaystackError
     from ccq_eval.data.longbench import LongBenchError
     from ccq_eval.data.longppl import CorpusError
+    from ccq_eval.suite_lm import LmDataError
     from ccq_eval.data.sniah import SniahError
     from ccq_eval.models.loading import ModelLoadError
     from ccq_eval.store import StoreError
@@ -200,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return handler(args)
     except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError, CorpusError,
-            LongBenchError) as exc:
+            LongBenchError, LmDataError) as exc:
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
 

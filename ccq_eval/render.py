@@ -17,7 +17,14 @@ from ccq_eval.suites import SUITES, format_length
 
 FORMATS = ("csv", "latex", "md")
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
-TABLES = ("sniah", "longppl", "longbench")
+TABLES = ("lm", "sniah", "longppl", "longbench")
+# lm table: column -> (task, metric); accuracies are x100 in the store
+LM_COLUMNS = {"Wiki ppl": ("wikitext", "word_perplexity"), "LMB ppl": ("lambada_openai", "perplexity"),
+              "LMB acc": ("lambada_openai", "acc"), "PIQA": ("piqa", "acc"), "Hella": ("hellaswag", "acc_norm"),
+              "Wino": ("winogrande", "acc"), "ARC-e": ("arc_easy", "acc"), "ARC-c": ("arc_challenge", "acc_norm"),
+              "SIQA": ("social_iqa", "acc"), "BoolQ": ("boolq", "acc")}
+LM_ACCURACIES = ("lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge", "social_iqa", "boolq")
+LOWER_IS_BETTER_COLUMNS = ("Wiki ppl", "LMB ppl")
 REPORTED = " (reported)"
 FIGURES = ("longppl", "sniah-depth")
 TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
@@ -74,8 +81,10 @@ def sniah_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     return pivot("value"), pivot("low"), pivot("high")
 
 
-def _best_mask(values: pd.DataFrame, higher_is_better: bool = True) -> pd.DataFrame:
-    best = values.max() if higher_is_better else values.min()
+def _best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
+    """Best value per column; higher_is_better may be one flag or one per column."""
+    direction = higher_is_better if isinstance(higher_is_better, dict) else {c: higher_is_better for c in values.columns}
+    best = pd.Series({c: (values[c].max() if direction.get(c, True) else values[c].min()) for c in values.columns})
     return values.eq(best) & values.notna()
 
 
@@ -84,7 +93,7 @@ def _escape_markdown(text: str) -> str:
 
 
 def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
-             higher_is_better: bool = True) -> str:
+             higher_is_better: bool | dict = True) -> str:
     """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
     mask = _best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     cells = cells.rename_axis(index=None, columns=None)
@@ -93,7 +102,7 @@ def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = No
     return styler.to_latex(hrules=True, caption=caption, column_format="l" + "r" * len(cells.columns))
 
 
-def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool = True) -> str:
+def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool | dict = True) -> str:
     mask = _best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     shown = cells.copy().astype(object)
     for i in range(shown.shape[0]):
@@ -150,6 +159,26 @@ def longbench_table(frame: pd.DataFrame) -> pd.DataFrame:
         table[f"Avg{suffix}"] = table[names].mean(axis=1, skipna=False)  # missing while any task is missing
         parts.append(table)
     return pd.concat(parts, axis=1)
+
+
+def lm_table(frame: pd.DataFrame, average: list[str] | None = None) -> pd.DataFrame:
+    """Rows = labels, columns as the GDN paper's table, plus the average of the chosen accuracies
+    (default its 8: LAMBADA acc and the 7 commonsense tasks); the header says how many."""
+    rows = frame[frame.suite == "lm"]
+    if rows.empty:
+        return pd.DataFrame()
+    table = pd.DataFrame(index=sorted(rows.label.unique()))
+    for column, (task, metric) in LM_COLUMNS.items():
+        cell = rows[(rows.task == task) & (rows.metric == metric)].set_index("label").value
+        table[column] = cell
+    chosen = list(average or LM_ACCURACIES)
+    unknown = [t for t in chosen if t not in LM_ACCURACIES]
+    if unknown:
+        raise ValueError(f"--average: {', '.join(unknown)} has no accuracy column; choose from {', '.join(LM_ACCURACIES)}")
+    columns = [c for c, (task, _) in LM_COLUMNS.items() if task in chosen and c not in LOWER_IS_BETTER_COLUMNS]
+    table[f"Avg ({len(columns)})"] = table[columns].mean(axis=1, skipna=False)
+    table.index.name = "label"
+    return table
 
 
 def reference_rows(table: str) -> pd.DataFrame:
@@ -226,7 +255,7 @@ def _number_cells(values: pd.DataFrame, digits: int = 2, signed_rows=()) -> pd.D
 
 
 def render_table(store: Store, table: str, ci: bool = False, reference: bool = False,
-                 baseline: str | None = None, strict: bool = True) -> dict[str, str] | None:
+                 baseline: str | None = None, strict: bool = True, average: list[str] | None = None) -> dict[str, str] | None:
     """{format: text} for every format (the files), or None when there is nothing to show.
     Reference rows render even when the store has no measured rows for the table. With strict=False
     a baseline missing from this table is skipped (tables --table all) instead of being an error."""
@@ -238,6 +267,8 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
     if not frame.empty:
         if table == "sniah":
             measured, low, high = sniah_table(frame)
+        elif table == "lm":
+            measured = lm_table(frame, average)
         else:
             measured = longppl_table(frame) if table == "longppl" else longbench_table(frame)
     values = with_reference(measured, table) if reference else measured
@@ -263,14 +294,17 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
     ranked = values.drop(index=list(signed))
-    captions = {"sniah": r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else ""),
+    captions = {"lm": "Language modelling (perplexity) and zero-shot accuracy (\\%); Avg over "
+                      + ", ".join(average or LM_ACCURACIES),
+                "sniah": r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else ""),
                 "longppl": "Perplexity by context length (lower is better)",
                 "longbench": "LongBench scores; Avg is the mean of the 14 cells"}
     csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
                          high.reindex(index=values.index, columns=values.columns)) if (ci and low is not None) else (None, None)
+    direction = {c: higher and c not in LOWER_IS_BETTER_COLUMNS for c in values.columns}
     return {"csv": to_csv(values, csv_low, csv_high),
-            "latex": to_latex(ranked, cells, captions[table], higher_is_better=higher),
-            "md": to_markdown(ranked, cells, higher_is_better=higher)}
+            "latex": to_latex(ranked, cells, captions[table], higher_is_better=direction),
+            "md": to_markdown(ranked, cells, higher_is_better=direction)}
 
 
 # --- figures -------------------------------------------------------------------------------------------

@@ -151,35 +151,37 @@ class SuiteRunner:
     # --- planning (no writes) ---------------------------------------------------------------------
 
     def prepare(self):
-        from ccq_eval.suites import SuiteError
+        from ccq_eval.suites import SUITES, SuiteError
 
         r = self.request
-        self.suite: Suite = get_suite(r.suite)
-        self.tasks = parse_tasks(self.suite, r.tasks)
-        self.lengths = parse_lengths(r.lengths) if r.lengths else self.suite.default_lengths
-        self.samples = r.samples if r.samples is not None else self.suite.default_samples
-        if self.samples is not None and self.samples <= 0:
-            raise SuiteError(f"--samples {self.samples}: must be a positive count")
-        self.driver = driver_for(self.suite.name)(self)
-        self.driver.check_inputs()  # data present and well-formed, before the model is loaded
-        self.evaluand = self.load(r, self.driver.max_length())
+        if r.suite == "all":
+            if r.tasks or r.lengths:
+                raise SuiteError("--suite all runs every suite with its default tasks and lengths; "
+                                 "drop --tasks / --lengths, or run one suite")
+            self.plans = [SuitePlan(self, suite) for suite in ALL_ORDER]
+        else:
+            self.plans = [SuitePlan(self, get_suite(r.suite))]
+        for plan in self.plans:
+            plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
+        self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
         self.label = default_label(r)
-        self.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
+        for plan in self.plans:
+            plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
         self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
-        self.units = self.plan()
+        self.units = [unit for plan in self.plans for unit in self.plan(plan)]
         return self
 
-    def plan(self) -> list[Unit]:
+    def plan(self, plan: "SuitePlan") -> list[Unit]:
         prov = self.evaluand.provenance
         units = []
-        for task in self.tasks:
-            for length in self.lengths:
-                settings, data_key = self.driver.unit_settings(task, length)
-                settings = {"samples": self.samples, "seed": self.request.seed, "dtype": prov["dtype"],
+        for task in plan.tasks:
+            for length in plan.lengths:
+                settings, data_key = plan.driver.unit_settings(task, length)
+                settings = {"samples": plan.samples, "seed": self.request.seed, "dtype": prov["dtype"],
                             "batch_size": self.request.batch_size, **settings}
-                identity = {"weights": prov["weights_sha256"], "config": numeric_config(prov), "suite": self.suite.name,
+                identity = {"weights": prov["weights_sha256"], "config": numeric_config(prov), "suite": plan.suite.name,
                             "task": task, "context_length": length, "settings": settings, "data": data_key}
-                units.append(Unit(self.suite.name, task, length, settings, data_key, stable_hash(identity)))
+                units.append(Unit(plan.suite.name, task, length, settings, data_key, stable_hash(identity)))
         return units
 
     # --- running ------------------------------------------------------------------------------------
@@ -199,14 +201,15 @@ class SuiteRunner:
         run_id = self.store.begin_run(self._run_record())
         results = []
         try:
-            for task in self.tasks:
-                task_units = [u for u in todo if u.task == task]
-                if not task_units:
-                    continue
-                started = now()
-                for unit, outcome in self.driver.run_units(task_units):
-                    results.append((unit, self._write(run_id, unit, outcome, started)))
+            for plan in self.plans:
+                for task in plan.tasks:
+                    task_units = [u for u in todo if u.suite == plan.suite.name and u.task == task]
+                    if not task_units:
+                        continue
                     started = now()
+                    for unit, outcome in plan.driver.run_units(task_units):
+                        results.append((unit, self._write(run_id, unit, outcome, started)))
+                        started = now()
         except KeyboardInterrupt:
             self.store.finish_run(run_id, "interrupted")
             finished = ", ".join(f"{u.task}@{u.context_length}" for u, _ in results) or "none"
@@ -256,7 +259,7 @@ class SuiteRunner:
 
     def _summary(self, results, skipped: int, run_id: str) -> None:
         self.out(f"\nrun {run_id} ({self.label}) -> {self.request.store}")
-        self.out(f"{'task':<20}{'length':>8}  {'status':<9}{self.suite.primary_metric:>11}")
+        self.out(f"{'task':<20}{'length':>8}  {'status':<9}{'primary':>11}")
         for unit, res in results:
             score = f"{res['score']:.2f}" if res["status"] == "complete" else ""
             self.out(f"{unit.task:<20}{unit.context_length:>8}  {res['status']:<9}{score:>11}"
@@ -265,7 +268,38 @@ class SuiteRunner:
             self.out(f"({skipped} units already complete, skipped)")
 
 
+ALL_ORDER = ("lm", "sniah", "longppl", "longbench")  # the paper's tables, in order
+
+
+class SuitePlan:
+    """One suite of a run: its tasks, lengths, samples and driver. Drivers read these (and the
+    run's request, evaluand and metric rows) from here."""
+
+    def __init__(self, runner: SuiteRunner, suite: Suite):
+        from ccq_eval.suites import SuiteError
+
+        r = runner.request
+        self.runner, self.suite, self.request = runner, suite, r
+        self.tasks = parse_tasks(suite, r.tasks)
+        self.lengths = (suite.default_lengths if suite.fixed_lengths or not r.lengths else parse_lengths(r.lengths))
+        self.samples = r.samples if r.samples is not None else suite.default_samples
+        if self.samples is not None and self.samples <= 0:
+            raise SuiteError(f"--samples {self.samples}: must be a positive count")
+        self.driver = driver_for(suite.name)(self)
+
+    @property
+    def evaluand(self) -> Evaluand:
+        return self.runner.evaluand
+
+    def metric(self, name: str, value: float, **extra) -> dict:
+        return self.runner.metric(name, value, **extra)
+
+
 def driver_for(suite: str):
+    if suite == "lm":
+        from ccq_eval.suite_lm import LmDriver
+
+        return LmDriver
     if suite == "sniah":
         from ccq_eval.suite_sniah import SniahDriver
 

@@ -19,12 +19,25 @@ class Suite:
     default_samples: int | None  # None: every example
     display: dict[str, str] = field(default_factory=dict)  # task id -> the paper's abbreviation
     primary_metric: str = "score"
+    fixed_lengths: bool = False  # the suite ignores --lengths (lm: lm-eval's own window)
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
 
 
 SUITES: dict[str, Suite] = {
+    "lm": Suite(
+        name="lm",
+        tasks=("wikitext", "lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge",
+               "social_iqa", "boolq"),
+        default_lengths=(2048,),
+        default_samples=None,
+        display={"wikitext": "Wiki", "lambada_openai": "LMB", "piqa": "PIQA", "hellaswag": "Hella",
+                 "winogrande": "Wino", "arc_easy": "ARC-e", "arc_challenge": "ARC-c", "social_iqa": "SIQA",
+                 "boolq": "BoolQ"},
+        primary_metric="acc",
+        fixed_lengths=True,
+    ),
     "sniah": Suite(
         name="sniah",
         tasks=("sniah_1", "sniah_2", "sniah_3"),
@@ -59,7 +72,7 @@ SUITES: dict[str, Suite] = {
 
 def get_suite(name: str) -> Suite:
     if name not in SUITES:
-        raise SuiteError(f"--suite {name!r}: unknown suite; available: {', '.join(SUITES)}")
+        raise SuiteError(f"--suite {name!r}: unknown suite; available: {', '.join(SUITES)}, all")
     return SUITES[name]
 
 

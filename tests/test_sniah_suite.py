@@ -166,7 +166,7 @@ def _bad(tmp_path, tiny_ccq_dir, **changes):
 
 
 @pytest.mark.parametrize("changes,message", [
-    ({"--suite": "nosuch"}, "--suite 'nosuch': unknown suite; available: sniah"),
+    ({"--suite": "nosuch"}, "--suite 'nosuch': unknown suite; available: lm, sniah"),
     ({"--tasks": "sniah_9"}, "--tasks: 'sniah_9' is not a task of suite 'sniah'"),
     ({"--lengths": "1k,two"}, "--lengths '1k,two': 'two' is not a length"),
     ({"--lengths": "200"}, "--lengths: 200 tokens cannot hold a sniah_1 prompt"),
