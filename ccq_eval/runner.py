@@ -158,7 +158,7 @@ class SuiteRunner:
             if r.tasks or r.lengths:
                 raise SuiteError("--suite all runs every suite with its default tasks and lengths; "
                                  "drop --tasks / --lengths, or run one suite")
-            self.plans = [SuitePlan(self, suite) for suite in ALL_ORDER]
+            self.plans = [SuitePlan(self, get_suite(name)) for name in ALL_ORDER]
         else:
             self.plans = [SuitePlan(self, get_suite(r.suite))]
         for plan in self.plans:

@@ -88,3 +88,27 @@ def test_missing_zero_shot_data_offline(model_dir, tmp_path, capsys):
 def test_suite_all_refuses_task_subsets(model_dir, tmp_path, capsys):
     code = main(["--model", str(model_dir), "--suite", "all", "--tasks", "piqa", "--store", str(tmp_path / "s.db")])
     assert code == 2 and "--suite all runs every suite" in capsys.readouterr().err
+
+
+def test_suite_all_runs_every_suite_in_one_run_record(model_dir, data_dir, tmp_path, monkeypatch):
+    """Every suite with its defaults (one sample each), one run record, every unit complete."""
+    import random
+
+    from tests.test_longbench import KEYS, record
+
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    rng = random.Random(0)
+    (data_dir / "longppl").mkdir(exist_ok=True)
+    for corpus in ("govreport", "qmsum", "narrativeqa", "qasper", "codeparrot", "pg19"):
+        text = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(5000))
+        (data_dir / "longppl" / f"{corpus}.jsonl").write_text(json.dumps({"text": text}) + "\n")
+    (data_dir / "longbench").mkdir(exist_ok=True)
+    for key in KEYS:
+        (data_dir / "longbench" / f"{key}.jsonl").write_text(json.dumps(record(key, 0)) + "\n")
+    store = tmp_path / "s.db"
+    assert main(["--model", str(model_dir), "--suite", "all", "--samples", "1", "--data-dir", str(data_dir),
+                 "--store", str(store), "--device", "cpu"]) == 0
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    suites = dict(db.execute("SELECT suite, COUNT(*) FROM units WHERE status = 'complete' GROUP BY suite"))
+    assert suites == {"lm": 9, "sniah": 12, "longppl": 54, "longbench": 14}
