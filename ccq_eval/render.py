@@ -200,6 +200,9 @@ def with_reference(values: pd.DataFrame, table: str) -> pd.DataFrame:
         return values
     if table == "longbench":  # the plain mean of the 14 cells beside the paper's reported average
         ref.insert(14, "Avg", ref[[SUITES["longbench"].display[t] for t in SUITES["longbench"].tasks]].mean(axis=1))
+    if table == "lm":  # the mean of the 8 accuracies, as measured rows show it, beside the reported one
+        accuracies = [c for c, (task, _) in LM_COLUMNS.items() if task in LM_ACCURACIES and c not in LOWER_IS_BETTER_COLUMNS]
+        ref.insert(len(ref.columns) - 1, f"Avg ({len(accuracies)})", ref.reindex(columns=accuracies).mean(axis=1, skipna=False))
     columns = list(values.columns) + [c for c in ref.columns if c not in values.columns]
     return pd.concat([values.reindex(columns=columns), ref.reindex(columns=columns)])
 
