@@ -4,7 +4,8 @@
     ccq-eval runs [--delete ID]
     ccq-eval tables [--table sniah] [--format csv|latex|md] [--ci] [--out DIR]
     ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
-    ccq-eval data fetch longppl [--corpora pg19,...]
+    ccq-eval data fetch longppl|longbench|lm [--corpora ...]
+    ccq-eval ingest OTHER.db ... [--store results/ccq.db]
 
 Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 DEFAULT_STORE = "results/ccq.db"
 DEFAULT_TABLES = "results/tables"
 DEFAULT_FIGURES = "results/figures"
-SUBCOMMANDS = ("run", "runs", "tables", "curves", "data")
+SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA/GDN checkpoint: fixed lambda "
                                                       "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
+    run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
+                                                    "(0-based; for job arrays; merge stores with ccq-eval ingest)")
     run.add_argument("--engine", help="longppl: one-pass (default; one forward per sequence gives every length) "
                                       "or lm-eval (loglikelihood_rolling per length, the cross-check)")
 
@@ -88,11 +91,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(curves)
     curves.add_argument("--figure", help="which figure: longppl, sniah-depth (default: every figure with data)")
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
+    ingest = sub.add_parser("ingest", help="merge stores from other machines or shards into --store (idempotent)")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in")
+    _add_store(ingest)
+
     data = sub.add_parser("data", help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
     data.add_argument("suite", choices=("longppl", "longbench", "lm"))
     data.add_argument("--corpora", help="comma list of corpora / LongBench keys (default: all)")
     return parser
+
+
+def _ingest(args) -> int:
+    from ccq_eval.store import Store
+
+    target = Store(args.store)
+    refused_any = False
+    for path in args.paths:
+        added_runs, added_units, refused = target.ingest(Store(path, readonly=True))
+        print(f"{path}: {added_runs} runs, {added_units} units added" + (f"; refused {len(refused)}: " + "; ".join(refused)
+                                                                          if refused else ""))
+        refused_any |= bool(refused)
+    return 1 if refused_any else 0
 
 
 def _data(args) -> int:
@@ -118,7 +138,7 @@ def _run(args) -> int:
         label=args.label, store=args.store, data_dir=args.data_dir, haystack=args.haystack, seed=args.seed,
         device=args.device, dtype=args.dtype, batch_size=args.batch_size, force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
-        engine=args.engine)
+        engine=args.engine, shard=args.shard)
     if args.batch_size < 1:
         raise _BadInput(f"--batch-size {args.batch_size}: must be at least 1")
     return run_suite(request)
@@ -193,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     from ccq_eval.suite_lm import LmDataError
     from ccq_eval.data.sniah import SniahError
     from ccq_eval.models.loading import ModelLoadError
-    from ccq_eval.store import StoreError
+    from ccq_eval.store import StoreError, StoreWriteError
     from ccq_eval.suites import SuiteError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -201,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
     try:
         args = build_parser().parse_args(argv)
-        handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data}.get(args.command)
+        handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data,
+                   "ingest": _ingest}.get(args.command)
         if handler is None:
             build_parser().print_help()
             return 2
@@ -210,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
             LongBenchError, LmDataError) as exc:
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
+    except StoreWriteError as exc:  # mid-run: finished units are kept, the failed write left nothing
+        print(f"ccq-eval: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

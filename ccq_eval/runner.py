@@ -50,6 +50,7 @@ class RunRequest:
     ccq_lambda: float | None = None
     ccq_sigma_scale: str | None = None
     engine: str | None = None  # longppl: one-pass (default) or lm-eval
+    shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 
@@ -71,6 +72,31 @@ class Unit:
     settings: dict
     data_key: dict
     unit_key: str
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    from ccq_eval.suites import SuiteError
+
+    if not text:
+        return None
+    try:
+        index, count = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise SuiteError(f"--shard {text!r}: expected i/n, e.g. 0/4 (0-based, as SLURM array ids)") from None
+    if count < 1 or not 0 <= index < count:
+        raise SuiteError(f"--shard {text!r}: need 0 <= i < n")
+    return index, count
+
+
+def select_shard(units: list, shard: tuple[int, int] | None) -> list:
+    """Whole (suite, task) groups go round-robin to shards, in planning order (deterministic; a
+    longppl corpus's lengths share one pass, so they stay together)."""
+    if shard is None:
+        return units
+    index, count = shard
+    groups = list(dict.fromkeys((u.suite, u.task) for u in units))
+    mine = {g for j, g in enumerate(groups) if j % count == index}
+    return [u for u in units if (u.suite, u.task) in mine]
 
 
 def ccq_overrides(request: RunRequest) -> dict:
@@ -167,8 +193,9 @@ class SuiteRunner:
         self.label = default_label(r)
         for plan in self.plans:
             plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
+        shard = parse_shard(r.shard)
         self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
-        self.units = [unit for plan in self.plans for unit in self.plan(plan)]
+        self.units = select_shard([unit for plan in self.plans for unit in self.plan(plan)], shard)
         return self
 
     def plan(self, plan: "SuitePlan") -> list[Unit]:

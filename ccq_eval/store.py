@@ -51,6 +51,23 @@ class StoreError(ValueError):
     """A store that cannot be opened or written; the message names the file and the fix."""
 
 
+class StoreWriteError(RuntimeError):
+    """A write that failed mid-run (disk full, store turned read-only): the transaction was rolled
+    back, so the store holds only whole units; the message names the file and the fix."""
+
+
+def _writes(method):
+    """Turns SQLite's write failures into StoreWriteError; the transaction has rolled back by then."""
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
+            raise StoreWriteError(f"store {self.path!r}: cannot write ({exc}); nothing partial was kept — "
+                                  "free disk space or make the store writable, then rerun to resume") from exc
+    wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
+    return wrapper
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -121,6 +138,7 @@ class Store:
 
     # --- writing ------------------------------------------------------------------------------------
 
+    @_writes
     def begin_run(self, run: dict) -> str:
         run = {**run, "id": run.get("id") or new_id(), "started": run.get("started") or now(), "status": "running"}
         row = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in run.items()}
@@ -129,10 +147,12 @@ class Store:
                             tuple(row.values()))
         return run["id"]
 
+    @_writes
     def finish_run(self, run_id: str, status: str) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?", (now(), status, run_id))
 
+    @_writes
     def write_unit(self, unit: dict, metrics: list[dict], samples: list[dict]) -> str:
         """The unit, its metric rows and its samples, in one transaction."""
         unit_id = unit.get("id") or new_id()
@@ -156,9 +176,43 @@ class Store:
                   json.dumps(s.get("fields", {}), sort_keys=True)) for s in samples])
         return unit_id
 
+    @_writes
     def delete_run(self, run_id: str) -> int:
         with self.transaction():
             return self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
+
+    REQUIRED_PROVENANCE = ("label", "model_spec", "weights_sha256", "model_config", "dtype", "device", "versions")
+
+    @_writes
+    def ingest(self, other: "Store") -> tuple[int, int, list[str]]:
+        """Copy other's runs and their units, metrics and samples; ids already here are skipped, so
+        ingesting twice adds nothing. Runs without the provenance the contract requires are refused."""
+        added_runs = added_units = 0
+        refused = []
+        with self.transaction():
+            for run in other.query("SELECT * FROM runs"):
+                run = dict(run)
+                lacking = [k for k in self.REQUIRED_PROVENANCE if run.get(k) in (None, "", "{}")]
+                if lacking:
+                    refused.append(f"run {run['id']} lacks {', '.join(lacking)}")
+                    continue
+                if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
+                    self.db.execute(f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' * len(run))})",
+                                    tuple(run.values()))
+                    added_runs += 1
+                for unit in other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],)):
+                    unit = dict(unit)
+                    if self.db.execute("SELECT 1 FROM units WHERE id = ?", (unit["id"],)).fetchone():
+                        continue
+                    self.db.execute(f"INSERT INTO units ({', '.join(unit)}) VALUES ({', '.join('?' * len(unit))})",
+                                    tuple(unit.values()))
+                    for table in ("metrics", "samples"):
+                        for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ?", (unit["id"],)):
+                            row = dict(row)
+                            self.db.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                                            tuple(row.values()))
+                    added_units += 1
+        return added_runs, added_units, refused
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -195,6 +249,6 @@ class _Transaction:
             return False
         if kind is None:
             self.db.execute("COMMIT")
-        else:
+        elif self.db.in_transaction:  # SQLite may have rolled back already (a full disk does)
             self.db.execute("ROLLBACK")
         return False

@@ -197,6 +197,10 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model {str(path)!r}: tokenizer cannot be loaded ({exc.__class__.__name__}); save a tokenizer with the checkpoint") from exc
+    vocab = getattr(config, "vocab_size", None)
+    if vocab is not None and len(tokenizer) > vocab:
+        raise ModelLoadError(f"model {str(path)!r}: the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
+                             f"is {vocab}; save the tokenizer the model was trained with")
     model = model.to(target).eval()
     provenance = {
         "model_spec": spec,

@@ -1,0 +1,184 @@
+"""Faults and scale-out: a full disk mid-run, SIGINT, schema versions, several writers at once,
+--shard and ingest."""
+
+import json
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from ccq_eval.cli import main
+from ccq_eval.runner import RunRequest, run_suite
+from ccq_eval.store import Store, StoreError, StoreWriteError
+from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
+from tests.test_sniah_suite import oracle_loader
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tok")
+    byte_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def request(store, **kw):
+    return RunRequest(model="oracle", suite="sniah", lengths=kw.pop("lengths", "1k"), samples=kw.pop("samples", 3),
+                      store=str(store), **kw)
+
+
+def unit_rows(store):
+    return sqlite3.connect(store).execute(
+        "SELECT u.unit_key, u.status, COUNT(s.idx) FROM units u LEFT JOIN samples s ON s.unit_id = u.id "
+        "GROUP BY u.id").fetchall()
+
+
+def test_disk_full_mid_run_keeps_whole_units_and_says_so(tokenizer_dir, tmp_path, monkeypatch):
+    store = tmp_path / "s.db"
+    original = Store.write_unit.__wrapped__ if hasattr(Store.write_unit, "__wrapped__") else None
+    calls = []
+    real_write = Store.write_unit
+
+    def filling_write(self, unit, metrics, samples):
+        calls.append(unit["task"])
+        if len(calls) == 2:  # the disk fills up just before the second unit is written
+            pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+            self.db.execute(f"PRAGMA max_page_count = {pages}")
+        return real_write(self, unit, metrics, samples)
+
+    monkeypatch.setattr(Store, "write_unit", filling_write)
+    with pytest.raises(StoreWriteError, match="cannot write .*full.*rerun to resume"):
+        run_suite(request(store, samples=40), oracle_loader(tokenizer_dir), out=lambda *_: None)
+    rows = unit_rows(store)
+    assert len(rows) == 1 and rows[0][1:] == ("complete", 40)  # the first unit whole, nothing of the second
+    assert original is None
+    monkeypatch.setattr(Store, "write_unit", real_write)
+    assert run_suite(request(store, samples=40), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    assert len(unit_rows(store)) == 3  # the rerun resumed: the first unit was skipped
+
+
+def test_cli_maps_a_failed_write_to_exit_1(monkeypatch, capsys):
+    import ccq_eval.runner as runner
+
+    def boom(*_, **__):
+        raise StoreWriteError("store 'x.db': cannot write (database or disk is full); nothing partial was kept")
+
+    monkeypatch.setattr(runner, "run_suite", boom)
+    assert main(["--model", "m", "--suite", "sniah"]) == 1
+    assert capsys.readouterr().err.strip() == "ccq-eval: error: store 'x.db': cannot write (database or disk is full); nothing partial was kept"
+
+
+def test_sigint_prints_what_finished_and_resumes(tmp_path):
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
+    store = tmp_path / "s.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "sniah", "--lengths", "1k,2k",
+           "--samples", "10", "--store", str(store), "--device", "cpu"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if store.exists() and sqlite3.connect(store).execute("SELECT COUNT(*) FROM units").fetchone()[0] >= 1:
+                break
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "interrupted; finished units: sniah_1@1024" in out and "Rerun the same command to resume" in out
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    assert all(status == "complete" for _, status, _ in unit_rows(store))
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    assert len(unit_rows(store)) == 6
+
+
+def test_schema_versions(tmp_path):
+    newer = tmp_path / "newer.db"
+    Store(newer).close()
+    sqlite3.connect(newer).execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match="schema version 99 is newer than this ccq-eval's"):
+        Store(newer)
+    foreign = tmp_path / "foreign.db"
+    sqlite3.connect(foreign).execute("CREATE TABLE people (name TEXT)")
+    with pytest.raises(StoreError, match="not a ccq-eval store"):
+        Store(foreign)
+
+
+def _writer(args):
+    store, tokenizer_dir, label, shard, cache = args
+    os.environ["CCQ_EVAL_CACHE"] = cache
+    from ccq_eval.runner import RunRequest, run_suite
+    from tests.test_sniah_suite import oracle_loader
+
+    req = RunRequest(model="oracle", suite="sniah", lengths="1k,2k", samples=4, store=store, label=label, shard=shard)
+    return run_suite(req, oracle_loader(Path(tokenizer_dir)), out=lambda *_: None)
+
+
+def test_several_writers_at_once_lose_and_duplicate_nothing(tokenizer_dir, tmp_path):
+    store = str(tmp_path / "shared.db")
+    cache = str(tmp_path / "cache")
+    jobs = [(store, str(tokenizer_dir), label, shard, cache)
+            for label, shard in (("A", None), ("B", None), ("C", "0/2"), ("C", "1/2"))]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        assert pool.map(_writer, jobs) == [0, 0, 0, 0]
+    db = sqlite3.connect(store)
+    per_label = dict(db.execute("SELECT r.label, COUNT(*) FROM units u JOIN runs r ON r.id = u.run_id GROUP BY r.label"))
+    assert per_label == {"A": 6, "B": 6, "C": 6}
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units WHERE run_id IN "
+                      "(SELECT id FROM runs WHERE label = 'C')").fetchone() == (6, 6)
+    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 18 * 4
+    assert db.execute("SELECT MIN(value) FROM metrics WHERE metric = 'score'").fetchone()[0] == 100.0
+
+
+def test_shards_partition_the_units_and_ingest_merges_them(tokenizer_dir, tmp_path, capsys):
+    whole, parts = tmp_path / "whole.db", [tmp_path / f"part{i}.db" for i in range(3)]
+    assert run_suite(request(whole, lengths="1k,2k"), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    for i, part in enumerate(parts):
+        assert run_suite(request(part, lengths="1k,2k", shard=f"{i}/3"), oracle_loader(tokenizer_dir),
+                         out=lambda *_: None) == 0
+    keys = [set(k for k, *_ in unit_rows(p)) for p in parts]
+    assert all(keys) and not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
+    assert set().union(*keys) == {k for k, *_ in unit_rows(whole)}
+    merged = tmp_path / "merged.db"
+    assert main(["ingest", *map(str, parts), "--store", str(merged)]) == 0
+    assert main(["ingest", *map(str, parts), "--store", str(merged)]) == 0  # idempotent
+    assert sorted(unit_rows(merged)) == sorted(r for p in parts for r in unit_rows(p))
+    scores = "SELECT u.unit_key, m.value FROM metrics m JOIN units u ON u.id = m.unit_id WHERE m.metric = 'score'"
+    assert dict(sqlite3.connect(merged).execute(scores)) == dict(sqlite3.connect(whole).execute(scores))
+    out = capsys.readouterr().out
+    assert "0 runs, 0 units added" in out.splitlines()[-1]
+
+
+def test_ingest_refuses_runs_without_provenance(tokenizer_dir, tmp_path, capsys):
+    source = tmp_path / "src.db"
+    run_suite(request(source), oracle_loader(tokenizer_dir), out=lambda *_: None)
+    sqlite3.connect(source).execute("UPDATE runs SET weights_sha256 = ''").connection.commit()
+    target = tmp_path / "t.db"
+    assert main(["ingest", str(source), "--store", str(target)]) == 1
+    assert "lacks weights_sha256" in capsys.readouterr().out
+    assert sqlite3.connect(target).execute("SELECT COUNT(*) FROM units").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("shard,message", [("2/2", "need 0 <= i < n"), ("a/b", "expected i/n")])
+def test_bad_shards(tokenizer_dir, tmp_path, shard, message):
+    from ccq_eval.suites import SuiteError
+
+    with pytest.raises(SuiteError, match=message):
+        run_suite(request(tmp_path / "s.db", shard=shard), oracle_loader(tokenizer_dir), out=lambda *_: None)
+    assert not (tmp_path / "s.db").exists()
