@@ -158,6 +158,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     GDN checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
     before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
     """
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     import fla
@@ -181,7 +182,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
             model, info = AutoModelForCausalLM.from_pretrained(
                 path, config=config, dtype=torch_dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
                 output_loading_info=True)
-    except (RuntimeError, ValueError, OSError) as exc:
+    except (RuntimeError, ValueError, OSError, SafetensorError) as exc:  # SafetensorError: a truncated file
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]})") from exc
     fresh = sorted(info.get("missing_keys", []))
