@@ -10,6 +10,7 @@ always given (the suite's longest length), and a prompt that would be cut raises
 from __future__ import annotations
 
 import logging
+import os
 
 import torch
 from lm_eval.models.huggingface import HFLM
@@ -17,6 +18,18 @@ from lm_eval.models.huggingface import HFLM
 
 class PromptTooLong(RuntimeError):
     """A prompt that would have to be truncated to fit the context budget."""
+
+
+def distributed_rank() -> tuple[int, int]:
+    """(rank, world size) under `accelerate launch` / torchrun (their env), initialising the process
+    group (gloo on CPU, nccl on CUDA) if the launcher has not; (0, 1) for a single process."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return dist.get_rank(), dist.get_world_size()
 
 
 class CCQEvalLM(HFLM):
@@ -31,6 +44,41 @@ class CCQEvalLM(HFLM):
             hf_logger.setLevel(level)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token  # left padding in batches needs some pad id
+        # HFLM only sets up data parallelism when it loads the model itself; lm-eval's evaluator
+        # splits requests by rank and gathers through the hooks below.
+        self._rank, self._world_size = distributed_rank()
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        log = os.environ.get("CCQ_EVAL_RANK_LOG")  # which rank answered how many requests (tests, debugging)
+        if log:
+            with open(log, "a") as handle:
+                handle.write(f"{self._rank} {len(requests)}\n")
+        return super().generate_until(requests, disable_tqdm=disable_tqdm)
+
+    def all_gather(self, tensor):
+        if self._world_size == 1:
+            return tensor
+        import torch.distributed as dist
+
+        tensor = tensor.reshape(1) if tensor.dim() == 0 else tensor  # as accelerate's gather: scalars -> [1]
+        parts = [torch.zeros_like(tensor) for _ in range(self._world_size)]
+        dist.all_gather(parts, tensor)
+        return torch.cat(parts)
+
+    def gather_object(self, obj, dst=0):
+        if self._world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out = [None] * self._world_size if self._rank == dst else None
+        dist.gather_object(obj, out, dst=dst)
+        return out
+
+    def barrier(self) -> None:
+        if self._world_size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
 
     def tok_batch_encode(self, strings, padding_side="left", left_truncate_len=None, truncation=False):
         encoding = self.tokenizer(strings, padding="longest", return_tensors="pt",

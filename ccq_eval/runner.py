@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import logging
+import os
 import shlex
 import subprocess
 import sys
@@ -122,10 +123,16 @@ def default_label(request: RunRequest) -> str:
 
 def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     """The default: a checkpoint through load_model, wrapped for lm-eval with an explicit budget."""
-    from ccq_eval.lm import CCQEvalLM
+    from ccq_eval.lm import CCQEvalLM, distributed_rank
     from ccq_eval.models.loading import load_model
 
-    model, tokenizer, provenance = load_model(request.model, device=request.device, dtype=request.dtype,
+    device = request.device
+    rank, world = distributed_rank()
+    if world > 1 and device in ("auto", "cuda"):  # one GPU per rank under accelerate launch / torchrun
+        import torch
+
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}" if torch.cuda.is_available() else "cpu"
+    model, tokenizer, provenance = load_model(request.model, device=device, dtype=request.dtype,
                                               allow_pickle=request.allow_pickle,
                                               ccq_overrides=ccq_overrides(request) or None)
     lm = CCQEvalLM(model, tokenizer, max_length=max_length, batch_size=request.batch_size)
@@ -213,9 +220,21 @@ class SuiteRunner:
 
     # --- running ------------------------------------------------------------------------------------
 
+    @property
+    def rank(self) -> int:
+        return getattr(self.evaluand.lm, "rank", 0)
+
     def run(self) -> int:
         done = self.store.complete_unit_keys()
         todo = [u for u in self.units if self.request.force or u.unit_key not in done]
+        if self.rank != 0:  # data-parallel helper: evaluates its share of every unit; rank 0 writes
+            for plan in self.plans:
+                for task in plan.tasks:
+                    task_units = [u for u in todo if u.suite == plan.suite.name and u.task == task]
+                    if task_units:
+                        for _ in plan.driver.run_units(task_units):
+                            pass
+            return 0
         if self.request.dry_run:
             self.out(f"{'task':<20}{'length':>8}  state")
             for u in self.units:

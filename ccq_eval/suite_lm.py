@@ -154,6 +154,8 @@ class LmDriver:
             out = lm_eval.simple_evaluate(model=r.evaluand.lm, tasks=[config], num_fewshot=0, log_samples=True,
                                           task_manager=task_manager(), limit=limit, random_seed=seed,
                                           numpy_random_seed=seed, torch_random_seed=seed, bootstrap_iters=1000)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
         results = out["results"][unit.task]
         names, primary = METRICS[unit.task]
         n = len(out["samples"][unit.task])

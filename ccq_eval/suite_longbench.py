@@ -61,6 +61,8 @@ class LongBenchDriver:
         metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
                     "num_samples": r.samples or 0, "data_dir": r.request.data_dir or ""}
         out = run_lm_eval(r, unit.task, metadata)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
         logged = sorted(out["samples"][unit.task], key=lambda e: e["doc_id"])
         if len(logged) != len(docs):
             raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(docs)} prompts")

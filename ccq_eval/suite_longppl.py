@@ -66,6 +66,8 @@ class LongpplDriver:
         from tqdm import tqdm
 
         r = self.runner
+        if getattr(r.evaluand.lm, "rank", 0) != 0:
+            return []  # one process scores the sequences; other data-parallel ranks have nothing to add
         selection = self.selections[task]
         lengths = [u.context_length for u in units]
         model = r.evaluand.lm.model
@@ -89,6 +91,8 @@ class LongpplDriver:
             metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
                         "num_samples": r.samples, "l_max": self.l_max, "data_dir": r.request.data_dir or ""}
             out = run_lm_eval(r, task, metadata)
+            if out is None:  # a data-parallel rank other than 0
+                continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
             nll_sums = [-float(e["resps"][0][0]) if isinstance(e["resps"][0], list) else -float(e["resps"][0])
                         for e in logged]

@@ -88,6 +88,8 @@ class SniahDriver:
         metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
                     "num_samples": r.samples, "seed": r.request.seed, "haystack": self.haystack_path or ""}
         out = run_lm_eval(r, unit.task, metadata)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
         logged = out["samples"][unit.task]
         if len(logged) != len(records):
             raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")

@@ -182,3 +182,28 @@ def test_bad_shards(tokenizer_dir, tmp_path, shard, message):
     with pytest.raises(SuiteError, match=message):
         run_suite(request(tmp_path / "s.db", shard=shard), oracle_loader(tokenizer_dir), out=lambda *_: None)
     assert not (tmp_path / "s.db").exists()
+
+
+def test_two_process_data_parallel_equals_one_process(tmp_path):
+    """Two CPU processes under torch's launcher (what `accelerate launch --multi_gpu` runs on GPUs;
+    accelerate's own CPU mode needs MPI), gloo backend: the ranks split the prompts, rank 0 alone
+    writes the store, and every prediction and score equals a one-process run's."""
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model("ccq_gla"), tmp_path / "m")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache"),
+           "CCQ_EVAL_RANK_LOG": str(tmp_path / "ranks.log")}
+    args = ["--model", str(model), "--suite", "sniah", "--lengths", "1k", "--samples", "6", "--device", "cpu"]
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    assert subprocess.run([sys.executable, "-m", "ccq_eval", *args, "--store", str(one)], env=env,
+                          capture_output=True).returncode == 0
+    (tmp_path / "ranks.log").unlink()
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    done = subprocess.run([*launcher, "-m", "ccq_eval", *args, "--store", str(two)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answered = [line.split() for line in (tmp_path / "ranks.log").read_text().splitlines()]
+    assert {rank for rank, _ in answered} == {"0", "1"}  # both ranks generated
+    assert sum(int(n) for _, n in answered) == 18  # and between them, each prompt once
+    query = ("SELECT u.task, s.idx, s.prediction, s.score FROM samples s JOIN units u ON u.id = s.unit_id "
+             "ORDER BY u.task, s.idx")
+    assert sqlite3.connect(two).execute(query).fetchall() == sqlite3.connect(one).execute(query).fetchall()
+    assert sqlite3.connect(two).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # rank 0 alone wrote
