@@ -17,7 +17,7 @@ from ccq_eval.suites import SUITES, format_length
 
 FORMATS = ("csv", "latex", "md")
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
-TABLES = ("lm", "sniah", "longppl", "longbench")
+TABLES = ("lm", "sniah", "sniah-partial", "longppl", "longbench")
 # lm table: column -> (task, metric); accuracies are x100 in the store
 LM_COLUMNS = {"Wiki ppl": ("wikitext", "word_perplexity"), "LMB ppl": ("lambada_openai", "perplexity"),
               "LMB acc": ("lambada_openai", "acc"), "PIQA": ("piqa", "acc"), "Hella": ("hellaswag", "acc_norm"),
@@ -58,11 +58,12 @@ def _haystack_of(settings: str) -> str | None:
     return haystack["name"] if haystack else None
 
 
-def sniah_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def sniah_table(frame: pd.DataFrame, metric: str = "score") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(values, ci_low, ci_high): rows = labels, columns = S1/S2/S3 x lengths in the paper's order.
-    S-NIAH-2/3 columns carry their haystack's name: numbers on another haystack are not the paper's."""
+    S-NIAH-2/3 columns carry their haystack's name: numbers on another haystack are not the paper's.
+    The Wilson bounds apply to the score (a proportion) only."""
     suite = SUITES["sniah"]
-    rows = frame[(frame.suite == "sniah") & (frame.metric == "score")].copy()
+    rows = frame[(frame.suite == "sniah") & (frame.metric == metric)].copy()
     if rows.empty:
         return (pd.DataFrame(),) * 3
     rows["haystack"] = rows.settings.map(_haystack_of)
@@ -72,13 +73,28 @@ def sniah_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     ]
     rows["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L) for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
     columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
-    bounds = [wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)]
+    bounds = ([wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)] if metric == "score"
+              else [(math.nan, math.nan)] * len(rows))
     rows["low"], rows["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
 
     def pivot(field):
         return rows.pivot(index="label", columns="column", values=field).reindex(columns=columns)
 
     return pivot("value"), pivot("low"), pivot("high")
+
+
+def sniah_partial_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The secondary S-NIAH view: for each cell, the share of the answer reproduced from its start
+    (%, higher is better) and the answer's teacher-forced NLL per token (lower is better)."""
+    prefix, nll = sniah_table(frame, "answer_prefix")[0], sniah_table(frame, "answer_nll")[0]
+    if prefix.empty:
+        return pd.DataFrame()
+    parts = {}
+    for column in prefix.columns:
+        parts[f"{column} prefix %"] = prefix[column] * 100
+        if column in nll.columns:
+            parts[f"{column} NLL"] = nll[column]
+    return pd.DataFrame(parts)
 
 
 def _best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
@@ -142,7 +158,7 @@ def longppl_table(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.pivot(index="label", columns="column", values="value").reindex(columns=names)
 
 
-def longbench_table(frame: pd.DataFrame) -> pd.DataFrame:
+def longbench_table(frame: pd.DataFrame, field: str = "value") -> pd.DataFrame:
     """Rows = labels, columns = the 14 tasks (x budgets when several) + the mean of the 14 cells."""
     suite = SUITES["longbench"]
     rows = frame[(frame.suite == "longbench") & (frame.metric == "score")].copy()
@@ -155,13 +171,14 @@ def longbench_table(frame: pd.DataFrame) -> pd.DataFrame:
         suffix = f" {format_length(length)}" if len(lengths) > 1 else ""
         names = [suite.display[t] + suffix for t in suite.tasks]
         table = at.assign(column=[suite.display[t] + suffix for t in at.task]).pivot(
-            index="label", columns="column", values="value").reindex(columns=names)
-        table[f"Avg{suffix}"] = table[names].mean(axis=1, skipna=False)  # missing while any task is missing
+            index="label", columns="column", values=field).reindex(columns=names)
+        # the mean of the 14 cells; missing while any task is missing
+        table[f"Avg{suffix}"] = table[names].mean(axis=1, skipna=False) if field == "value" else float("nan")
         parts.append(table)
     return pd.concat(parts, axis=1)
 
 
-def lm_table(frame: pd.DataFrame, average: list[str] | None = None) -> pd.DataFrame:
+def lm_table(frame: pd.DataFrame, average: list[str] | None = None, field: str = "value") -> pd.DataFrame:
     """Rows = labels, columns as the GDN paper's table, plus the average of the chosen accuracies
     (default its 8: LAMBADA acc and the 7 commonsense tasks); the header says how many."""
     rows = frame[frame.suite == "lm"]
@@ -169,14 +186,14 @@ def lm_table(frame: pd.DataFrame, average: list[str] | None = None) -> pd.DataFr
         return pd.DataFrame()
     table = pd.DataFrame(index=sorted(rows.label.unique()))
     for column, (task, metric) in LM_COLUMNS.items():
-        cell = rows[(rows.task == task) & (rows.metric == metric)].set_index("label").value
+        cell = rows[(rows.task == task) & (rows.metric == metric)].set_index("label")[field]
         table[column] = cell
     chosen = list(average or LM_ACCURACIES)
     unknown = [t for t in chosen if t not in LM_ACCURACIES]
     if unknown:
         raise ValueError(f"--average: {', '.join(unknown)} has no accuracy column; choose from {', '.join(LM_ACCURACIES)}")
     columns = [c for c, (task, _) in LM_COLUMNS.items() if task in chosen and c not in LOWER_IS_BETTER_COLUMNS]
-    table[f"Avg ({len(columns)})"] = table[columns].mean(axis=1, skipna=False)
+    table[f"Avg ({len(columns)})"] = table[columns].mean(axis=1, skipna=False) if field == "value" else float("nan")
     table.index.name = "label"
     return table
 
@@ -272,6 +289,8 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
             measured, low, high = sniah_table(frame)
         elif table == "lm":
             measured = lm_table(frame, average)
+        elif table == "sniah-partial":
+            measured = sniah_partial_table(frame)
         else:
             measured = longppl_table(frame) if table == "longppl" else longbench_table(frame)
     values = with_reference(measured, table) if reference else measured
@@ -293,18 +312,27 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
                 if not pd.isna(measured.at[label, column]):
                     cells.at[label, column] = (f"{measured.at[label, column]:.1f} "
                                                f"[{low.at[label, column]:.1f}, {high.at[label, column]:.1f}]")
+    if ci and table in ("lm", "longbench") and not measured.empty:  # 95% normal intervals from lm-eval's stderr
+        stderr = lm_table(frame, average, "stderr") if table == "lm" else longbench_table(frame, "stderr")
+        for label in measured.index:
+            for column in measured.columns:
+                value, se = measured.at[label, column], stderr.at[label, column] if column in stderr.columns else None
+                if not pd.isna(value) and se is not None and not pd.isna(se):
+                    cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
     for (label, column), (delta, half) in paired.items():
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
     ranked = values.drop(index=list(signed))
     captions = {"lm": "Language modelling (perplexity) and zero-shot accuracy (\\%); Avg over "
                       + ", ".join(average or LM_ACCURACIES),
+                "sniah-partial": "S-NIAH partial retrieval: answer reproduced from its start (\\%) and the answer's "
+                                 "teacher-forced NLL per token",
                 "sniah": r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else ""),
                 "longppl": "Perplexity by context length (lower is better)",
                 "longbench": "LongBench scores; Avg is the mean of the 14 cells"}
     csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
                          high.reindex(index=values.index, columns=values.columns)) if (ci and low is not None) else (None, None)
-    direction = {c: higher and c not in LOWER_IS_BETTER_COLUMNS for c in values.columns}
+    direction = {c: higher and c not in LOWER_IS_BETTER_COLUMNS and not c.endswith(" NLL") for c in values.columns}
     return {"csv": to_csv(values, csv_low, csv_high),
             "latex": to_latex(ranked, cells, captions[table], higher_is_better=direction),
             "md": to_markdown(ranked, cells, higher_is_better=direction)}

@@ -18,6 +18,18 @@ def ruler_string_match(prediction: str, references: list[str]) -> float:
     return sum(ref.lower() in text for ref in references) / len(references)
 
 
+def answer_prefix(prediction: str, value: str) -> float:
+    """Fraction of the value reproduced correctly from its start (after RULER's post-processing and
+    leading whitespace): partial retrieval that exact match hides."""
+    text = ruler_postprocess(prediction).lstrip()
+    matched = 0
+    for produced, expected in zip(text, value):
+        if produced.lower() != expected.lower():
+            break
+        matched += 1
+    return matched / len(value)
+
+
 def sniah_process_results(doc: dict, results: list[str]) -> dict[str, float]:
     return {"score": 100.0 * ruler_string_match(results[0], doc["outputs"])}
 

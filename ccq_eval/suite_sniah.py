@@ -10,6 +10,7 @@ from ccq_eval.data import sniah
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.data.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.runner import TASKS_DIR, UnitOutcome, failure
+from ccq_eval.scoring import answer_prefix
 from ccq_eval.suites import format_length
 
 TASK_VERSION = 1.0
@@ -27,6 +28,17 @@ def run_lm_eval(runner, task: str, metadata: dict) -> dict:
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(model=runner.evaluand.lm, tasks=[task], task_manager=manager, log_samples=True,
                                    bootstrap_iters=0, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed)
+
+
+def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -> list[float]:
+    """Teacher-forced mean NLL per token of ' ' + answer after each prompt (lm-eval's loglikelihood)."""
+    from lm_eval.api.instance import Instance
+
+    requests = [Instance("loglikelihood", doc={}, arguments=(prompt, " " + answer), idx=i)
+                for i, (prompt, answer) in enumerate(prompts_and_answers)]
+    results = lm.loglikelihood(requests, disable_tqdm=True)
+    return [-logprob / len(tokenizer(" " + answer, add_special_tokens=False)["input_ids"])
+            for (logprob, _), (_, answer) in zip(results, prompts_and_answers)]
 
 
 class SniahDriver:
@@ -83,6 +95,17 @@ class SniahDriver:
                                                              r.samples, r.request.seed, self.haystack, bar)
         return records, fingerprint
 
+    def _answer_nll(self, docs: list[dict]) -> list[float | None]:
+        """Per sample, when the LM scores text (scripted test LMs do not): partial retrieval shows here
+        long before exact match moves."""
+        from ccq_eval.lm import CCQEvalLM
+
+        lm = self.runner.evaluand.lm
+        if not isinstance(lm, CCQEvalLM):
+            return [None] * len(docs)
+        return mean_answer_nll(lm, self.runner.evaluand.tokenizer,
+                               [(sniah.prompt_of(d), d["outputs"][0]) for d in docs])
+
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
         r = self.runner
         metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
@@ -93,8 +116,10 @@ class SniahDriver:
         logged = out["samples"][unit.task]
         if len(logged) != len(records):
             raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")
+        entries = sorted(logged, key=lambda e: e["doc_id"])
+        nlls = self._answer_nll([e["doc"] for e in entries])
         samples, scores = [], []
-        for entry in sorted(logged, key=lambda e: e["doc_id"]):
+        for entry, nll in zip(entries, nlls):
             doc = entry["doc"]
             score = float(entry["score"])
             if not math.isfinite(score):
@@ -106,7 +131,8 @@ class SniahDriver:
                 "prompt_sha256": stable_hash(sniah.prompt_of(doc)),
                 "fields": {"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
                            "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
-                           "empty_prediction": not prediction.strip()},
+                           "empty_prediction": not prediction.strip(),
+                           "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll},
             })
         n = len(scores)
         mean = sum(scores) / n
@@ -114,7 +140,11 @@ class SniahDriver:
         correct = float(sum(1 for s in scores if s > 0))
         empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
         metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
-                   r.metric("correct", correct, n=n, higher_is_better=True, is_primary=False)]
+                   r.metric("correct", correct, n=n, higher_is_better=True, is_primary=False),
+                   r.metric("answer_prefix", sum(s["fields"]["answer_prefix"] for s in samples) / n, n=n,
+                            higher_is_better=True)]
+        if all(v is not None for v in nlls):
+            metrics.append(r.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
         extra = {"n_samples": n, "empty_predictions": empty}
         if empty == n:
             extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
