@@ -171,6 +171,22 @@ def failure(exc: BaseException) -> UnitOutcome:
     return UnitOutcome(status="failed", reason=f"{exc.__class__.__name__}: {text}"[:500])
 
 
+def evaluate_each(units, evaluate):
+    """(unit, outcome) per unit; an exception fails that unit with its reason and the run goes on."""
+    for unit in units:
+        try:
+            yield unit, evaluate(unit)
+        except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
+            yield unit, failure(exc)
+
+
+def mean_and_stderr(scores: list[float]) -> tuple[float, float | None]:
+    """The mean and its standard error (sample standard deviation / sqrt(n))."""
+    n = len(scores)
+    mean = sum(scores) / n
+    return mean, ((sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None)
+
+
 class SuiteRunner:
     """Runs one RunRequest. ``evaluand_loader`` is injectable (tests use scripted LMs); the suite's
     driver (suite_<name>.py) knows its data, its unit settings and how to evaluate its units."""
@@ -184,7 +200,7 @@ class SuiteRunner:
     # --- planning (no writes) ---------------------------------------------------------------------
 
     def prepare(self):
-        from ccq_eval.suites import SUITES, SuiteError
+        from ccq_eval.suites import SuiteError
 
         r = self.request
         if r.suite == "all":

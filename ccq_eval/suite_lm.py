@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from ccq_eval.runner import UnitOutcome, failure
+from ccq_eval.runner import UnitOutcome, evaluate_each
 
 # task -> (metrics to store, the primary one); accuracies are stored x100
 METRICS = {
@@ -131,11 +131,7 @@ class LmDriver:
         return settings, {"task": task, "source": source}
 
     def run_units(self, units):
-        for unit in units:
-            try:
-                yield unit, self._evaluate(unit)
-            except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
-                yield unit, failure(exc)
+        return evaluate_each(units, self._evaluate)
 
     def _evaluate(self, unit) -> UnitOutcome:
         import lm_eval

@@ -7,7 +7,7 @@ import math
 
 from ccq_eval.data import longbench
 from ccq_eval.data.cache import stable_hash
-from ccq_eval.runner import UnitOutcome, failure
+from ccq_eval.runner import UnitOutcome, evaluate_each, mean_and_stderr
 from ccq_eval.suite_sniah import run_lm_eval
 
 TASK_VERSION = 1.0
@@ -47,11 +47,7 @@ class LongBenchDriver:
         return settings, data_key
 
     def run_units(self, units):
-        for unit in units:
-            try:
-                yield unit, self._evaluate(unit)
-            except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
-                yield unit, failure(exc)
+        return evaluate_each(units, self._evaluate)
 
     def _evaluate(self, unit) -> UnitOutcome:
         r = self.runner
@@ -79,8 +75,7 @@ class LongBenchDriver:
                             "fields": {"truncated_tokens": doc["truncated_tokens"], "prompt_tokens": doc["prompt_tokens"],
                                        "id": doc["id"], "empty_prediction": not prediction.strip()}})
         n = len(scores)
-        mean = sum(scores) / n
-        stderr = (sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None
+        mean, stderr = mean_and_stderr(scores)
         truncated = sum(1 for s in samples if s["fields"]["truncated_tokens"] > 0)
         empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
         extra = {"n_samples": n, "truncated_prompts": truncated, "empty_predictions": empty}

@@ -9,7 +9,7 @@ import math
 from ccq_eval.data import sniah
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.data.haystack import load_haystack, resolve_haystack_path
-from ccq_eval.runner import TASKS_DIR, UnitOutcome, failure
+from ccq_eval.runner import TASKS_DIR, UnitOutcome, evaluate_each, mean_and_stderr
 from ccq_eval.scoring import answer_prefix
 from ccq_eval.suites import format_length
 
@@ -78,12 +78,7 @@ class SniahDriver:
         return settings, data_key
 
     def run_units(self, units):
-        for unit in units:
-            try:
-                records, fingerprint = self._build_data(unit)
-                yield unit, self._evaluate(unit, records, fingerprint)
-            except Exception as exc:  # noqa: BLE001 - any failure fails this unit, with its reason
-                yield unit, failure(exc)
+        return evaluate_each(units, lambda unit: self._evaluate(unit, *self._build_data(unit)))
 
     def _build_data(self, unit):
         from tqdm import tqdm
@@ -135,8 +130,7 @@ class SniahDriver:
                            "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll},
             })
         n = len(scores)
-        mean = sum(scores) / n
-        stderr = (sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None
+        mean, stderr = mean_and_stderr(scores)
         correct = float(sum(1 for s in scores if s > 0))
         empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
         metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),

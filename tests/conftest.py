@@ -20,6 +20,22 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    """Every test builds and freezes its data in its own cache, never in ~/.cache."""
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory):
+    """The byte-level test tokenizer saved as a folder (what the task plugins reload)."""
+    from tests.helpers import byte_tokenizer
+
+    folder = tmp_path_factory.mktemp("tok")
+    byte_tokenizer().save_pretrained(folder)
+    return folder
+
+
 # property tests run the same examples every time: a red CI is never a roll of the dice
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 

@@ -24,11 +24,6 @@ def record(key, i):
             "all_classes": ["Location", "Description", "Entity"] if key == "trec" else None, "_id": f"{key}-{i}"}
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("lb")

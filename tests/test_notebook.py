@@ -1,6 +1,5 @@
 """notebooks/extrapolation.ipynb runs against a store made here and draws from it."""
 
-import json
 import os
 import sqlite3
 from pathlib import Path

@@ -1,7 +1,6 @@
 """Faults and scale-out: a full disk mid-run, SIGINT, schema versions, several writers at once,
 --shard and ingest."""
 
-import json
 import multiprocessing
 import os
 import signal
@@ -17,22 +16,10 @@ import torch
 from ccq_eval.cli import main
 from ccq_eval.runner import RunRequest, run_suite
 from ccq_eval.store import Store, StoreError, StoreWriteError
-from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
+from tests.helpers import save_checkpoint, tiny_model
 from tests.test_sniah_suite import oracle_loader
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tok")
-    byte_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def request(store, **kw):

@@ -1,7 +1,6 @@
 """Tables from a store built in the test: layout, latest unit per cell, failed units missing,
 confidence intervals, LaTeX (booktabs, bold best, escaping) and Markdown."""
 
-import json
 
 import pytest
 

@@ -16,11 +16,6 @@ PROMPT = re.compile(
     r"What is the special magic \1 for (?P<key>.+?) mentioned in the provided text\?$", re.S)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.mark.parametrize("task,value_pattern", [
     ("sniah_1", r"\d{7}"), ("sniah_2", r"\d{7}"),
     ("sniah_3", r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"),

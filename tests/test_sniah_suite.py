@@ -22,18 +22,6 @@ from tests.oracle import OracleLM
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tok")
-    byte_tokenizer().save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def tiny_ccq_dir(tmp_path_factory):
     torch.manual_seed(0)

@@ -4,11 +4,12 @@ essays, as the paper uses). RULER takes the essays as one stream of words; so do
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from ccq_eval.data.jsonl import read_jsonl
 
 DEFAULT_HAYSTACK = Path(__file__).resolve().parent / "text" / "essays.txt"
 DEFAULT_NAME = "ccq-essays"
@@ -33,25 +34,19 @@ class Haystack:
 
 
 def _read_text(file: Path) -> str:
+    if file.suffix == ".jsonl":
+        texts = []
+        for number, record in read_jsonl(file, HaystackError, "haystack")[0]:
+            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                raise HaystackError(f"haystack {str(file)!r}: line {number} has no string field 'text'")
+            texts.append(record["text"])
+        return " ".join(texts)
     try:
         raw = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise HaystackError(f"haystack {str(file)!r}: not UTF-8 text; pass a .txt file or .jsonl with a 'text' field") from exc
     if "\x00" in raw:
         raise HaystackError(f"haystack {str(file)!r}: binary data, not text; pass a .txt file or .jsonl with a 'text' field")
-    if file.suffix == ".jsonl":
-        texts = []
-        for number, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HaystackError(f"haystack {str(file)!r}: line {number} is not JSON; expected one {{\"text\": ...}} per line") from exc
-            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                raise HaystackError(f"haystack {str(file)!r}: line {number} has no string field 'text'")
-            texts.append(record["text"])
-        return " ".join(texts)
     return raw
 
 

@@ -8,12 +8,12 @@ dataset2prompt.json verbatim, typos included) instead of being copied here.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ccq_eval.data.cache import cache_root, content_hash, freeze
+from ccq_eval.data.jsonl import read_jsonl
 
 FETCH_COMMAND = "ccq-eval data fetch longbench"
 HUB_ID, HUB_REVISION = "THUDM/LongBench", "main"  # UNVERIFIED: not fetched from this project yet
@@ -86,18 +86,8 @@ def check_available(keys: list[str], data_dir: str | None) -> None:
 
 
 def read_records(path: Path) -> list[dict]:
-    try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise LongBenchError(f"LongBench file {str(path)!r}: not UTF-8; re-encode it") from exc
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LongBenchError(f"LongBench file {str(path)!r}: line {number} is not JSON") from exc
+    for number, record in read_jsonl(path, LongBenchError, "LongBench file")[0]:
         missing = [f for f in REQUIRED_FIELDS if not isinstance(record, dict) or f not in record]
         if missing:
             raise LongBenchError(f"LongBench file {str(path)!r}: line {number} lacks {', '.join(missing)}; "

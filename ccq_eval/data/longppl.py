@@ -12,11 +12,11 @@ Every length L scores the first L tokens of the same sequences, so one pass at L
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
+from ccq_eval.data.jsonl import read_jsonl
 
 SELECTION_VERSION = 1
 
@@ -72,21 +72,10 @@ def check_available(corpora: list[str], data_dir: str | None) -> None:
 
 
 def read_documents(path: Path) -> tuple[list[str], int]:
-    """(texts, empty lines skipped); one-line errors for anything that is not UTF-8 JSONL with 'text'."""
-    texts, empty = [], 0
-    try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise CorpusError(f"corpus {str(path)!r}: line {line} is not UTF-8; re-encode the file as UTF-8") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            empty += 1
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"corpus {str(path)!r}: line {number} is not JSON; expected one {{\"text\": ...}} per line") from exc
+    """(texts, empty lines and empty texts skipped); one-line errors for anything that is not UTF-8 JSONL with 'text'."""
+    records, empty = read_jsonl(path, CorpusError, "corpus")
+    texts = []
+    for number, record in records:
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise CorpusError(f"corpus {str(path)!r}: line {number} has no string field 'text'")
         if record["text"].strip():

@@ -10,17 +10,15 @@ from fla.layers.gated_deltanet import GatedDeltaNet
 from fla.layers.utils import get_layer_cache, repad_hidden_states, unpad_hidden_states, update_layer_cache
 from fla.models.gated_deltanet import GatedDeltaNetConfig, GatedDeltaNetForCausalLM, GatedDeltaNetModel
 
-from ccq_eval.models.ccq_read import CCQSettings, attach_ccq, set_ccq_fields, split_cached_state
+from ccq_eval.models.ccq_read import attach_to_layers, set_ccq_fields, short_conv_qkv, split_cached_state
 from ccq_eval.models.cpu_ops import l2norm
 
 
 class CCQGatedDeltaNetConfig(GatedDeltaNetConfig):
     model_type = "ccq_gated_deltanet"
 
-    def __init__(self, use_ccq=True, ccq_gate_bias_init=CCQSettings.ccq_gate_bias_init, ccq_weighting="uniform",
-                 ccq_fixed_lambda=None, ccq_sigma_scale="none", **kwargs):
-        set_ccq_fields(self, use_ccq=use_ccq, ccq_gate_bias_init=ccq_gate_bias_init, ccq_weighting=ccq_weighting,
-                       ccq_fixed_lambda=ccq_fixed_lambda, ccq_sigma_scale=ccq_sigma_scale)
+    def __init__(self, **kwargs):
+        set_ccq_fields(self, kwargs)  # use_ccq, ccq_gate_bias_init, ccq_weighting, ccq_fixed_lambda, ccq_sigma_scale
         super().__init__(**kwargs)
 
 
@@ -46,17 +44,9 @@ class CCQGatedDeltaNet(GatedDeltaNet):
         cu_seqlens = kwargs.get("cu_seqlens")
         hidden_states, indices, cu_seqlens = unpad_hidden_states(hidden_states, cu_seqlens, attention_mask, q_len)
 
-        conv_states = (None, None, None)
+        conv_states = None
         if self.use_short_conv:
-            if last_state is not None:
-                conv_states = last_state["conv_state"]
-            q, conv_q = self.q_conv1d(x=self.q_proj(hidden_states), cache=conv_states[0],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            k, conv_k = self.k_conv1d(x=self.k_proj(hidden_states), cache=conv_states[1],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            v, conv_v = self.v_conv1d(x=self.v_proj(hidden_states), cache=conv_states[2],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            conv_states = (conv_q, conv_k, conv_v)
+            q, k, v, conv_states = short_conv_qkv(self, hidden_states, last_state, use_cache, cu_seqlens)
         else:
             q, k, v = (F.silu(proj(hidden_states)) for proj in (self.q_proj, self.k_proj, self.v_proj))
 
@@ -77,7 +67,7 @@ class CCQGatedDeltaNet(GatedDeltaNet):
 
         update_layer_cache(module=self, past_key_values=past_key_values,
                            recurrent_state=(recurrent_state, ccq_state) if use_cache else None,
-                           conv_state=conv_states if self.use_short_conv else None, offset=q_len)
+                           conv_state=conv_states, offset=q_len)
 
         if self.use_gate:
             g = rearrange(self.g_proj(hidden_states), "... (h d) -> ... h d", d=self.head_v_dim)
@@ -89,19 +79,12 @@ class CCQGatedDeltaNet(GatedDeltaNet):
         return o, None, past_key_values
 
 
-def _attach_to_layers(model: GatedDeltaNetModel, config: CCQGatedDeltaNetConfig) -> None:
-    settings = CCQSettings.from_config(config)
-    for block in model.layers:
-        if isinstance(block.attn, GatedDeltaNet):  # hybrid softmax-attention layers stay as they are
-            attach_ccq(block.attn, CCQGatedDeltaNet, block.attn.num_heads, block.attn.head_k_dim, settings)
-
-
 class CCQGatedDeltaNetModel(GatedDeltaNetModel):
     config_class = CCQGatedDeltaNetConfig
 
     def __init__(self, config: CCQGatedDeltaNetConfig):
         super().__init__(config)
-        _attach_to_layers(self, config)
+        attach_to_layers(self, GatedDeltaNet, CCQGatedDeltaNet, config)
 
 
 class CCQGatedDeltaNetForCausalLM(GatedDeltaNetForCausalLM):
@@ -109,4 +92,4 @@ class CCQGatedDeltaNetForCausalLM(GatedDeltaNetForCausalLM):
 
     def __init__(self, config: CCQGatedDeltaNetConfig):
         super().__init__(config)
-        _attach_to_layers(self.model, config)
+        attach_to_layers(self.model, GatedDeltaNet, CCQGatedDeltaNet, config)

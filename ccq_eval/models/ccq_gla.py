@@ -9,16 +9,14 @@ from fla.layers.gla import GatedLinearAttention
 from fla.layers.utils import get_layer_cache, repad_hidden_states, unpad_hidden_states, update_layer_cache
 from fla.models.gla import GLAConfig, GLAForCausalLM, GLAModel
 
-from ccq_eval.models.ccq_read import CCQSettings, attach_ccq, set_ccq_fields, split_cached_state
+from ccq_eval.models.ccq_read import attach_to_layers, set_ccq_fields, short_conv_qkv, split_cached_state
 
 
 class CCQGLAConfig(GLAConfig):
     model_type = "ccq_gla"
 
-    def __init__(self, use_ccq=True, ccq_gate_bias_init=CCQSettings.ccq_gate_bias_init, ccq_weighting="uniform",
-                 ccq_fixed_lambda=None, ccq_sigma_scale="none", **kwargs):
-        set_ccq_fields(self, use_ccq=use_ccq, ccq_gate_bias_init=ccq_gate_bias_init, ccq_weighting=ccq_weighting,
-                       ccq_fixed_lambda=ccq_fixed_lambda, ccq_sigma_scale=ccq_sigma_scale)
+    def __init__(self, **kwargs):
+        set_ccq_fields(self, kwargs)  # use_ccq, ccq_gate_bias_init, ccq_weighting, ccq_fixed_lambda, ccq_sigma_scale
         super().__init__(**kwargs)
 
 
@@ -40,17 +38,9 @@ class CCQGatedLinearAttention(GatedLinearAttention):
         cu_seqlens = kwargs.get("cu_seqlens")
         hidden_states, indices, cu_seqlens = unpad_hidden_states(hidden_states, cu_seqlens, attention_mask, q_len)
 
-        conv_states = (None, None, None)
+        conv_states = None
         if self.use_short_conv:
-            if last_state is not None:
-                conv_states = last_state["conv_state"]
-            q, conv_q = self.q_conv1d(x=self.q_proj(hidden_states), cache=conv_states[0],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            k, conv_k = self.k_conv1d(x=self.k_proj(hidden_states), cache=conv_states[1],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            v, conv_v = self.v_conv1d(x=self.v_proj(hidden_states), cache=conv_states[2],
-                                      output_final_state=use_cache, cu_seqlens=cu_seqlens)
-            conv_states = (conv_q, conv_k, conv_v)
+            q, k, v, conv_states = short_conv_qkv(self, hidden_states, last_state, use_cache, cu_seqlens)
         else:
             q, k, v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
         gk = self.gk_proj(hidden_states)
@@ -86,7 +76,7 @@ class CCQGatedLinearAttention(GatedLinearAttention):
 
         update_layer_cache(self, past_key_values,
                            recurrent_state=(recurrent_state, ccq_state) if use_cache else None,
-                           conv_state=conv_states if self.use_short_conv else None, offset=q_len)
+                           conv_state=conv_states, offset=q_len)
 
         if self.use_output_gate:
             g = self.g_proj(hidden_states)
@@ -101,19 +91,12 @@ class CCQGatedLinearAttention(GatedLinearAttention):
         return o, None, past_key_values
 
 
-def _attach_to_layers(model: GLAModel, config: CCQGLAConfig) -> None:
-    settings = CCQSettings.from_config(config)
-    for block in model.layers:
-        if isinstance(block.attn, GatedLinearAttention):  # hybrid softmax-attention layers stay as they are
-            attach_ccq(block.attn, CCQGatedLinearAttention, block.attn.num_heads, block.attn.head_k_dim, settings)
-
-
 class CCQGLAModel(GLAModel):
     config_class = CCQGLAConfig
 
     def __init__(self, config: CCQGLAConfig):
         super().__init__(config)
-        _attach_to_layers(self, config)
+        attach_to_layers(self, GatedLinearAttention, CCQGatedLinearAttention, config)
 
 
 class CCQGLAForCausalLM(GLAForCausalLM):
@@ -121,4 +104,4 @@ class CCQGLAForCausalLM(GLAForCausalLM):
 
     def __init__(self, config: CCQGLAConfig):
         super().__init__(config)
-        _attach_to_layers(self.model, config)
+        attach_to_layers(self.model, GatedLinearAttention, CCQGatedLinearAttention, config)

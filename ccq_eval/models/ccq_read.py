@@ -40,8 +40,10 @@ class CCQSettings:
         return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
 
 
-def set_ccq_fields(config, **fields) -> None:
-    """Validate and store the CCQ fields on a transformers config."""
+def set_ccq_fields(config, kwargs: dict) -> None:
+    """Take the CCQ fields out of a config's kwargs (defaults where absent), validate them and store
+    them on the config; what is left of kwargs goes to the backbone's config."""
+    fields = {name: kwargs.pop(name) for name in CCQSettings.__dataclass_fields__ if name in kwargs}
     settings = CCQSettings(**fields)
     for name in CCQSettings.__dataclass_fields__:
         setattr(config, name, getattr(settings, name))
@@ -104,6 +106,28 @@ def split_cached_state(recurrent_state):
     if recurrent_state is None:
         return None, None
     return recurrent_state
+
+
+def short_conv_qkv(layer, hidden_states, last_state, use_cache: bool, cu_seqlens):
+    """q, k, v through the layer's own projections and short convolutions, as fla's GLA and Gated
+    DeltaNet layers compute them (with their conv caches); returns (q, k, v, conv_states)."""
+    conv_states = last_state["conv_state"] if last_state is not None else (None, None, None)
+    outs, new_states = [], []
+    for proj, conv, cache in zip((layer.q_proj, layer.k_proj, layer.v_proj),
+                                 (layer.q_conv1d, layer.k_conv1d, layer.v_conv1d), conv_states):
+        x, state = conv(x=proj(hidden_states), cache=cache, output_final_state=use_cache, cu_seqlens=cu_seqlens)
+        outs.append(x)
+        new_states.append(state)
+    return (*outs, tuple(new_states))
+
+
+def attach_to_layers(model: nn.Module, backbone_layer: type, ccq_class: type, config) -> None:
+    """Turn every backbone layer of a built fla model into its CCQ subclass (hybrid softmax-attention
+    layers stay as they are)."""
+    settings = CCQSettings.from_config(config)
+    for block in model.layers:
+        if isinstance(block.attn, backbone_layer):
+            attach_ccq(block.attn, ccq_class, block.attn.num_heads, block.attn.head_k_dim, settings)
 
 
 def attach_ccq(layer: nn.Module, ccq_class: type, num_heads: int, head_dim: int, settings: CCQSettings) -> nn.Module:
