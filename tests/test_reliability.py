@@ -1,6 +1,7 @@
 """Faults and scale-out: a full disk mid-run, SIGINT, schema versions, several writers at once,
 --shard and ingest."""
 
+import json
 import multiprocessing
 import os
 import signal
@@ -194,3 +195,49 @@ def test_two_process_data_parallel_equals_one_process(tmp_path):
              "ORDER BY u.task, s.idx")
     assert sqlite3.connect(two).execute(query).fetchall() == sqlite3.connect(one).execute(query).fetchall()
     assert sqlite3.connect(two).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # rank 0 alone wrote
+
+
+def test_sigkill_at_random_points_never_leaves_a_partial_unit(tmp_path):
+    """Killed at seeded random moments (start-up, mid-unit, mid-write): every stored unit is whole,
+    and the final rerun completes the set with no duplicates."""
+    import random
+
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
+    store = tmp_path / "s.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "sniah", "--lengths", "1k,2k",
+           "--samples", "8", "--store", str(store), "--device", "cpu"]
+    rng = random.Random(7)
+    for _ in range(3):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(4.0, 14.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if store.exists():
+            for _, status, samples in unit_rows(store):
+                assert status == "complete" and samples == 8
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT task || context_length) FROM units").fetchone() == (6, 6)
+    assert db.execute("SELECT COUNT(*) FROM metrics WHERE metric = 'score'").fetchone()[0] == 6
+
+
+def test_empty_generations_are_a_warning_on_a_complete_unit(tokenizer_dir, tmp_path):
+    from tests.oracle import OracleLM
+
+    class Silent(OracleLM):
+        def generate_until(self, requests, disable_tqdm=False):
+            return ["" for _ in requests]
+
+    def load(req, max_length):
+        evaluand = oracle_loader(tokenizer_dir)(req, max_length)
+        evaluand.lm = Silent()
+        return evaluand
+
+    store = tmp_path / "s.db"
+    assert run_suite(request(store), load, out=lambda *_: None) == 0
+    status, settings = sqlite3.connect(store).execute("SELECT status, settings FROM units").fetchone()
+    settings = json.loads(settings)
+    assert status == "complete" and settings["warning"] == "every prediction is empty"
+    assert settings["empty_predictions"] == 3
