@@ -6,6 +6,7 @@
     ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
     ccq-eval ingest OTHER.db ... [--store results/ccq.db]
+    ccq-eval zoo build [--steps N] [--models gla-tiny,...]
 
 Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written).
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 DEFAULT_STORE = "results/ccq.db"
 DEFAULT_TABLES = "results/tables"
 DEFAULT_FIGURES = "results/figures"
-SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest")
+SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest", "zoo")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in")
     _add_store(ingest)
 
+    zoo = sub.add_parser("zoo", help="train the tiny model zoo on CPU (resumable)")
+    zoo.add_argument("action", choices=("build",))
+    zoo.add_argument("--steps", type=int, default=3000, help="training steps per model (default 3000)")
+    zoo.add_argument("--models", help="comma list of zoo names (default: all nine)")
+    zoo.add_argument("--work", default="results/zoo-work", help="checkpoints and loss logs (resumed from)")
+    zoo.add_argument("--out", help="where the exported models go (default: ccq_eval/zoo/ in the package)")
+
     data = sub.add_parser("data", help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
     data.add_argument("suite", choices=("longppl", "longbench", "lm"))
@@ -113,6 +121,24 @@ def _ingest(args) -> int:
                                                                           if refused else ""))
         refused_any |= bool(refused)
     return 1 if refused_any else 0
+
+
+def _zoo(args) -> int:
+    from ccq_eval import zoo_build
+    from ccq_eval.models.loading import ZOO_DIR
+
+    names = args.models.split(",") if args.models else list(zoo_build.ZOO)
+    unknown = [n for n in names if n not in zoo_build.ZOO]
+    if unknown:
+        raise _BadInput(f"--models: unknown {', '.join(unknown)}; available: {', '.join(zoo_build.ZOO)}")
+    if args.steps < 1:
+        raise _BadInput(f"--steps {args.steps}: must be at least 1")
+    config = zoo_build.TrainConfig(steps=args.steps, save_every=min(100, args.steps))
+    out = Path(args.out) if args.out else ZOO_DIR
+    for name in names:
+        card = zoo_build.train(zoo_build.ZOO[name], config, Path(args.work), out)
+        print(f"{name}: {card['steps']} steps, final loss {card['final_loss_nats_per_byte']:.3f} -> {out / name}")
+    return 0
 
 
 def _data(args) -> int:
@@ -222,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data,
-                   "ingest": _ingest}.get(args.command)
+                   "ingest": _ingest, "zoo": _zoo}.get(args.command)
         if handler is None:
             build_parser().print_help()
             return 2

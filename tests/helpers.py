@@ -5,27 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+
+from ccq_eval.byte_tokenizer import byte_tokenizer  # noqa: F401  (re-exported for the tests)
 
 TINY = {
     "gla": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
     "gated_deltanet": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, head_dim=32, vocab_size=260),
     "transformer": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
 }
-
-
-def byte_tokenizer() -> PreTrainedTokenizerFast:
-    """256 byte tokens plus <s>, </s>, <pad>, <unk>: every string round-trips."""
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-    for special in ("<s>", "</s>", "<pad>", "<unk>"):
-        vocab[special] = len(vocab)
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>")
 
 
 def tiny_model(kind: str, **overrides):
