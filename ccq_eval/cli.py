@@ -2,7 +2,8 @@
 
     ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
     ccq-eval runs [--delete ID]
-    ccq-eval tables [--table sniah] [--format csv|latex|md] [--ci] [--out DIR]
+    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench] [--format csv|latex|md]
+                    [--ci] [--reference] [--baseline LABEL] [--out DIR]
     ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
     ccq-eval ingest OTHER.db ... [--store results/ccq.db]
@@ -77,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="all", help="which table: lm, sniah, longppl, longbench, all (default)")
+    tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, "
+                                                        "all (default)")
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")

@@ -1,4 +1,4 @@
-"""`make demo`: until the evaluation suites and the trained zoo land, a CPU check of what exists —
+"""`make demo`: until the trained zoo ships, a CPU check of the models the suites evaluate —
 the CCQ operator against its float64 reference, and every model family running forward and cached
 decoding on the torch CPU backend."""
 
@@ -42,7 +42,8 @@ def main() -> None:
                 logits.append(step.logits)
         err = (torch.cat(logits, 1) - full).abs().max().item()
         print(f"{kind:<20}{elapsed:>10.2f}{f'max |diff| {err:.1e}':>32}")
-    print("The evaluation suites (S-NIAH, long-context perplexity, LongBench, lm) and the trained zoo come next.")
+    print("Next: evaluate a checkpoint with `ccq-eval --model CKPT --suite sniah|longppl|longbench|lm|all` "
+          "(see README); the trained tiny zoo for an offline end-to-end demo is being built (`ccq-eval zoo build`).")
 
 
 if __name__ == "__main__":
