@@ -97,11 +97,12 @@ def running_key_sums(q, kc, s0, p0, chunk_size=64):
     before = start.unsqueeze(2) + totals.cumsum(dim=2) - totals
     sums = tri @ with_norm + before.unsqueeze(3)
     outer = kcc.transpose(-1, -2) @ kcc  # [B, H, NC, D, D]
-    entering = torch.empty_like(outer)  # the D x D state entering each chunk
+    entering = []  # the D x D state entering each chunk (a list: slice assignment costs autograd dearly)
     state = p0
     for n in range(NC):
-        entering[:, :, n] = state
+        entering.append(state)
         state = state + outer[:, :, n]
+    entering = torch.stack(entering, dim=2)
     # every prefix state is symmetric, so q @ P == (P q)^T
     second = ((qc @ kcc.transpose(-1, -2)) * tri) @ kcc + qc @ entering
 
