@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import uuid
 from contextlib import closing
 from datetime import datetime, timezone
@@ -123,12 +124,25 @@ class Store:
 
     def _check_writable(self) -> None:
         try:
-            self.db.execute("PRAGMA journal_mode = WAL")
+            self._use_wal()
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("UPDATE runs SET status = status WHERE 0")
             self.db.execute("ROLLBACK")
         except (sqlite3.OperationalError, OSError) as exc:
             raise StoreError(f"store {self.path!r}: cannot write ({exc}); pass a writable --store") from exc
+
+    def _use_wal(self) -> None:
+        """Switch to the WAL journal (readers never block the writer). Another process may hold the
+        store at that moment (several writers start together): retry while it is busy."""
+        for _ in range(200):
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                time.sleep(0.05)
+        raise sqlite3.OperationalError("database is locked (could not switch to the WAL journal)")
 
     def transaction(self):
         return _Transaction(self.db)

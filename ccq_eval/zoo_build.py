@@ -145,7 +145,7 @@ def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=p
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
-        loss_value = float(loss)
+        loss_value = float(loss.detach())
         log.write(json.dumps({"step": step, "loss": loss_value, "lr": _lr(config, step - 1)}) + "\n")
         if step % config.save_every == 0 or step == config.steps:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, state_file)
