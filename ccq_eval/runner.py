@@ -1,5 +1,6 @@
-"""Plans a suite's units (task x context length), skips those already complete in the store, runs
-the rest through lm-eval, and writes each unit in one transaction when it ends.
+"""Plans a run's units (suite x task x context length), skips those already complete in the store,
+has each suite's driver (suite_<name>.py) evaluate the rest, and writes each unit in one transaction
+when it ends.
 
 Everything that can be wrong with the input (suite, flags, haystack, store, checkpoint, a length
 too small for the prompt) is checked before the first write: bad input leaves the store untouched.

@@ -35,7 +35,7 @@ class LongBenchDriver:
         return max(self.runner.lengths)
 
     def check_with_tokenizer(self) -> None:
-        from ccq_eval.data.sniah import tokenizer_fingerprint
+        from ccq_eval.data.cache import tokenizer_fingerprint
 
         self.tokenizer_fp = tokenizer_fingerprint(self.runner.evaluand.tokenizer)
 

@@ -75,3 +75,12 @@ def load_or_build(path: Path, key: dict, build: Callable[[], list[dict]]) -> tup
         return cached[0], cached[1], True
     records = build()
     return records, freeze(path, records, key), False
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """sha256 of the tokenizer's full definition and special-token behaviour (part of every data key)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    body = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
+    specials = json.dumps({"bos": tokenizer.bos_token, "eos": tokenizer.eos_token,
+                           "probe": tokenizer("probe")["input_ids"]})
+    return hashlib.sha256((body + specials).encode()).hexdigest()

@@ -14,8 +14,6 @@ finds the largest haystack that fits. Generated data is frozen in the cache (see
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import uuid
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccq_eval.data.cache import cache_root, load_or_build, stable_hash
+from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.data.haystack import Haystack, split_sentences
 
 GENERATOR_VERSION = 1
@@ -76,14 +74,6 @@ def random_value(kind: str, rng: random.Random) -> str:
     if kind == "numbers":
         return str(rng.randint(10**6, 10**7 - 1))
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    body = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
-    specials = json.dumps({"bos": tokenizer.bos_token, "eos": tokenizer.eos_token,
-                           "probe": tokenizer("probe")["input_ids"]})
-    return hashlib.sha256((body + specials).encode()).hexdigest()
 
 
 def count_tokens(tokenizer, text: str) -> int:
