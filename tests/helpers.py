@@ -39,3 +39,33 @@ def greedy_by_full_forward(model, ids: torch.Tensor, steps: int) -> torch.Tensor
             nxt = model(ids).logits[:, -1].argmax(-1, keepdim=True)
         ids = torch.cat([ids, nxt], dim=1)
     return ids
+
+
+def cli_command(tmp_path: Path, kind: str, samples: int) -> tuple[list[str], dict, Path]:
+    """A subprocess `ccq-eval` S-NIAH run (1k, 2k) on a seeded tiny model: (argv, env, store)."""
+    import os
+    import sys
+
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model(kind), tmp_path / "m")
+    store = tmp_path / "s.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "sniah", "--lengths", "1k,2k",
+           "--samples", str(samples), "--store", str(store), "--device", "cpu"]
+    return cmd, env, store
+
+
+def wait_for_units(store: Path, proc, count: int, timeout: float = 300) -> None:
+    """Poll the store until it holds `count` units, or the process ends, or the timeout passes."""
+    import sqlite3
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if store.exists() and sqlite3.connect(store).execute("SELECT COUNT(*) FROM units").fetchone()[0] >= count:
+                return
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)

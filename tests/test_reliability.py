@@ -17,7 +17,7 @@ import torch
 from ccq_eval.cli import main
 from ccq_eval.runner import RunRequest, run_suite
 from ccq_eval.store import Store, StoreError, StoreWriteError
-from tests.helpers import save_checkpoint, tiny_model
+from tests.helpers import cli_command, save_checkpoint, tiny_model, wait_for_units
 from tests.test_sniah_suite import oracle_loader
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,21 +70,9 @@ def test_cli_maps_a_failed_write_to_exit_1(monkeypatch, capsys):
 
 
 def test_sigint_prints_what_finished_and_resumes(tmp_path):
-    torch.manual_seed(0)
-    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
-    store = tmp_path / "s.db"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "sniah", "--lengths", "1k,2k",
-           "--samples", "10", "--store", str(store), "--device", "cpu"]
+    cmd, env, store = cli_command(tmp_path, "gla", samples=10)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if store.exists() and sqlite3.connect(store).execute("SELECT COUNT(*) FROM units").fetchone()[0] >= 1:
-                break
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.05)
+    wait_for_units(store, proc, 1)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130
@@ -202,12 +190,7 @@ def test_sigkill_at_random_points_never_leaves_a_partial_unit(tmp_path):
     and the final rerun completes the set with no duplicates."""
     import random
 
-    torch.manual_seed(0)
-    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
-    store = tmp_path / "s.db"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "sniah", "--lengths", "1k,2k",
-           "--samples", "8", "--store", str(store), "--device", "cpu"]
+    cmd, env, store = cli_command(tmp_path, "gla", samples=8)
     rng = random.Random(7)
     for _ in range(3):
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -3,12 +3,9 @@ CLI, resuming, a SIGKILLed run, and bad input."""
 
 import hashlib
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,10 +13,9 @@ import torch
 
 from ccq_eval.cli import main
 from ccq_eval.runner import Evaluand, RunRequest, run_suite
-from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
+from tests.helpers import byte_tokenizer, cli_command, save_checkpoint, tiny_model, wait_for_units
 from tests.oracle import OracleLM
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -112,23 +108,10 @@ def test_tiny_ccq_gla_end_to_end_with_pinned_predictions(tiny_ccq_dir, tmp_path,
 PINNED_PREDICTIONS_SHA256 = "7c7ae65b356f010ac7d1a1a1f6071415ffd2d19a2e62ac10d96f279921644302"
 
 
-def test_sigkill_mid_run_then_resume(tiny_ccq_dir, tmp_path):
-    store = tmp_path / "ccq.db"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "ccq_eval", "--model", str(tiny_ccq_dir), "--suite", "sniah", "--lengths", "1k,2k",
-           "--samples", "12", "--store", str(store), "--device", "cpu"]
+def test_sigkill_mid_run_then_resume(tmp_path):
+    cmd, env, store = cli_command(tmp_path, "ccq_gla", samples=12)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if store.exists():
-            try:
-                if sqlite3.connect(store).execute("SELECT COUNT(*) FROM units").fetchone()[0] >= 2:
-                    break
-            except sqlite3.OperationalError:
-                pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
+    wait_for_units(store, proc, 2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     db = sqlite3.connect(store)
