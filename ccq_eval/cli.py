@@ -2,7 +2,7 @@
 
     ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
     ccq-eval runs [--delete ID]
-    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench] [--format csv|latex|md]
+    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench|seeds] [--format csv|latex|md]
                     [--ci] [--reference] [--baseline LABEL] [--out DIR]
     ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, "
+    tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, seeds (mean ± sd over NAME, NAME-s1, ...), "
                                                         "all (default)")
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     zoo = sub.add_parser("zoo", help="train the tiny model zoo on CPU (resumable)")
     zoo.add_argument("action", choices=("build",))
-    zoo.add_argument("--steps", type=int, default=3000, help="training steps per model (default 3000)")
+    zoo.add_argument("--steps", type=int, help="training steps per model (default: what the shipped zoo had)")
+    zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's; run two builds with 1 each on 2 cores)")
     zoo.add_argument("--models", help="comma list of zoo names (default: all nine)")
     zoo.add_argument("--work", default="results/zoo-work", help="checkpoints and loss logs (resumed from)")
     zoo.add_argument("--out", help="where the exported models go (default: ccq_eval/zoo/ in the package)")
@@ -133,9 +134,14 @@ def _zoo(args) -> int:
     unknown = [n for n in names if n not in zoo_build.ZOO]
     if unknown:
         raise _BadInput(f"--models: unknown {', '.join(unknown)}; available: {', '.join(zoo_build.ZOO)}")
-    if args.steps < 1:
-        raise _BadInput(f"--steps {args.steps}: must be at least 1")
-    config = zoo_build.TrainConfig(steps=args.steps, save_every=min(100, args.steps))
+    steps = zoo_build.TrainConfig.steps if args.steps is None else args.steps
+    if steps < 1:
+        raise _BadInput(f"--steps {steps}: must be at least 1")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    config = zoo_build.TrainConfig(steps=steps, save_every=min(zoo_build.TrainConfig.save_every, steps))
     out = Path(args.out) if args.out else ZOO_DIR
     for name in names:
         card = zoo_build.train(zoo_build.ZOO[name], config, Path(args.work), out)

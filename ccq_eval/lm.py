@@ -9,6 +9,7 @@ always given (the suite's longest length), and a prompt that would be cut raises
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 
@@ -54,6 +55,55 @@ class CCQEvalLM(HFLM):
             with open(log, "a") as handle:
                 handle.write(f"{self._rank} {len(requests)}\n")
         return super().generate_until(requests, disable_tqdm=disable_tqdm)
+
+    # --- the answer's NLL from the prefill that starts decoding (S-NIAH) ---------------------------------
+    # Scoring the answer with loglikelihood() costs a second forward over every prompt; here the prompt
+    # minus its last token is run once with the cache on, a copy of the cache teacher-forces the answer,
+    # and generate() continues from the cache. The loglikelihood path stays the reference (and the
+    # fallback for any prompt not seen here); tests compare the two.
+
+    def expect_answers(self, answers: dict[tuple[int, ...], list[int]]) -> None:
+        """Prompt token ids (as generation encodes them) -> answer token ids to score during generation."""
+        self._expected_answers = dict(answers)
+        self.answer_nlls: dict[tuple[int, ...], float] = {}
+
+    def prompt_key(self, prompt: str) -> tuple[int, ...]:
+        return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
+
+    def _model_generate(self, context, max_length, stop, **generation_kwargs):
+        expected = getattr(self, "_expected_answers", None)
+        mask = generation_kwargs.get("attention_mask")
+        if not expected or mask is None:
+            return super()._model_generate(context, max_length, stop, **generation_kwargs)
+        rows = [tuple(ids[m.bool()].tolist()) for ids, m in zip(context, mask)]
+        if not any(r in expected for r in rows) or int(mask.sum(1).min()) < 2:
+            return super()._model_generate(context, max_length, stop, **generation_kwargs)
+        with torch.no_grad():
+            cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True).past_key_values
+            self._score_expected(rows, context, mask, copy.deepcopy(cache))
+        return super()._model_generate(context, max_length, stop, past_key_values=cache, **generation_kwargs)
+
+    def _score_expected(self, rows, context, mask, cache) -> None:
+        answers = [self._expected_answers.get(r) or [] for r in rows]
+        width = max(len(a) for a in answers)
+        feed = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=context.dtype, device=context.device)
+        feed[:, 0] = context[:, -1]
+        for i, answer in enumerate(answers):  # right padding: causal, so it changes no scored position
+            feed[i, 1 : len(answer)] = torch.tensor(answer[:-1], dtype=context.dtype)
+        # one token a step, as generate() decodes (fla's attention takes several new tokens with a
+        # padded cache only when it is empty)
+        step_mask, logits = mask[:, :-1], []
+        for j in range(width):
+            step_mask = torch.cat([step_mask, torch.ones_like(feed[:, :1])], dim=1)
+            out = self.model(input_ids=feed[:, j : j + 1], attention_mask=step_mask, past_key_values=cache,
+                             use_cache=True)
+            cache = out.past_key_values
+            logits.append(out.logits[:, -1])
+        logp = torch.log_softmax(torch.stack(logits, dim=1).double(), dim=-1)
+        for i, (row, answer) in enumerate(zip(rows, answers)):
+            if answer:
+                picked = logp[i, torch.arange(len(answer)), torch.tensor(answer)]
+                self.answer_nlls[row] = -float(picked.mean())
 
     def all_gather(self, tensor):
         if self._world_size == 1:

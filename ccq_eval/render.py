@@ -17,7 +17,7 @@ from ccq_eval.suites import SUITES, format_length
 
 FORMATS = ("csv", "latex", "md")
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
-TABLES = ("lm", "sniah", "sniah-partial", "longppl", "longbench")
+TABLES = ("lm", "sniah", "sniah-partial", "longppl", "longbench", "seeds")
 # lm table: column -> (task, metric); accuracies are x100 in the store
 LM_COLUMNS = {"Wiki ppl": ("wikitext", "word_perplexity"), "LMB ppl": ("lambada_openai", "perplexity"),
               "LMB acc": ("lambada_openai", "acc"), "PIQA": ("piqa", "acc"), "Hella": ("hellaswag", "acc_norm"),
@@ -97,6 +97,51 @@ def sniah_partial_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(parts)
 
 
+SEED_SUFFIX = r"-s\d+$"  # NAME, NAME-s1, NAME-s2: one model trained with three seeds (the zoo's naming)
+# what the seeds table summarises: (suite, metric) -> column suffix, higher is better
+SEED_METRICS = {("sniah", "score"): ("acc", True), ("sniah", "answer_nll"): ("answer NLL", False),
+                ("longppl", "perplexity"): ("ppl", False)}
+
+
+def seeds_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(mean, sample standard deviation, seed count) over the seeds of every model trained with more
+    than one (labels NAME and NAME-s<k>); rows = models, columns = S-NIAH accuracy and answer NLL and
+    long-context perplexity per task and length. Run-to-run spread is what a one-seed table hides."""
+    keep = [(s, m) in SEED_METRICS for s, m in zip(frame.suite, frame.metric)]
+    rows = frame[keep].copy()
+    if rows.empty:
+        return (pd.DataFrame(),) * 3
+    rows["model"] = rows.label.str.replace(SEED_SUFFIX, "", regex=True)
+    seeds = rows.groupby("model").label.nunique()
+    rows = rows[rows.model.isin(seeds[seeds > 1].index)]
+    if rows.empty:
+        return (pd.DataFrame(),) * 3
+    rows["column"] = [f"{SUITES[s].display[t]} {format_length(L)} {SEED_METRICS[(s, m)][0]}"
+                      for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
+    rows["order"] = [(list(SUITES).index(s), list(SEED_METRICS).index((s, m)), SUITES[s].all_tasks.index(t), L)
+                     for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
+    columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
+    stats = rows.groupby(["model", "column"]).value.agg(["mean", "std", "count"])
+    mean, std, count = (stats[f].unstack("column").reindex(columns=columns) for f in ("mean", "std", "count"))
+    return mean, std, count
+
+
+def _seeds_rendered(frame: pd.DataFrame) -> dict[str, str] | None:
+    mean, std, count = seeds_table(frame)
+    if mean.empty:
+        return None
+    cells = pd.DataFrame({c: [f"{m:.2f} ± {s:.2f}" if not pd.isna(m) else "" for m, s in zip(mean[c], std[c])]
+                          for c in mean.columns}, index=mean.index)
+    names = {m: f"{m} ({int(count.loc[m].max())} seeds)" for m in mean.index}
+    direction = {c: next(h for suffix, h in SEED_METRICS.values() if c.endswith(" " + suffix)) for c in mean.columns}
+    long = (pd.concat({"mean": mean.stack(), "std": std.stack(), "seeds": count.stack()}, axis=1)
+            .rename_axis(["model", "column"]).reset_index())
+    caption = "Mean ± sample standard deviation over seeds (accuracy \\%, answer NLL per token, perplexity)"
+    return {"csv": long.to_csv(index=False, float_format="%.4g"),
+            "latex": to_latex(mean.rename(index=names), cells.rename(index=names), caption, direction),
+            "md": to_markdown(mean.rename(index=names), cells.rename(index=names), direction)}
+
+
 def _best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
     """Best value per column; higher_is_better may be one flag or one per column."""
     direction = higher_is_better if isinstance(higher_is_better, dict) else {c: higher_is_better for c in values.columns}
@@ -147,7 +192,7 @@ def longppl_table(frame: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame()
     columns = []
-    for task in suite.tasks:
+    for task in suite.all_tasks:
         lengths = sorted(rows[rows.task == task].context_length.unique())
         if len(lengths) > MAX_LENGTH_COLUMNS:
             picks = {round(i * (len(lengths) - 1) / (MAX_LENGTH_COLUMNS - 1)) for i in range(MAX_LENGTH_COLUMNS)}
@@ -282,6 +327,8 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
     if table not in TABLES:
         raise ValueError(f"--table {table!r}: unknown; available: {', '.join(TABLES)}")
     frame = metrics_frame(store)
+    if table == "seeds":
+        return None if frame.empty else _seeds_rendered(frame)
     measured = pd.DataFrame()
     low = high = None
     if not frame.empty:
@@ -432,8 +479,15 @@ def longppl_figure(store: Store):
         return None
     suite = SUITES["longppl"]
     colours, trained = label_colours(store), training_lengths(store)
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), constrained_layout=True)
-    for ax, task in zip(axes.flat, suite.tasks):
+    # the paper's six panels; the shipped corpora get panels only when they have data
+    tasks = list(suite.tasks) if set(rows.task) & set(suite.tasks) else []
+    tasks += [t for t in suite.extra_tasks if t in set(rows.task)]
+    columns = min(3, len(tasks))
+    fig, axes = plt.subplots(math.ceil(len(tasks) / columns), columns, figsize=(4 * columns, 3.25 * math.ceil(len(tasks) / columns) + 0.5),
+                             constrained_layout=True, squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks):
         sub = rows[rows.task == task]
         for label in sorted(sub.label.unique()):
             line = sub[sub.label == label].sort_values("context_length")

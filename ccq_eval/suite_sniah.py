@@ -14,6 +14,7 @@ from ccq_eval.scoring import answer_prefix
 from ccq_eval.suites import format_length
 
 TASK_VERSION = 1.0
+FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
 
 
 def run_lm_eval(runner, task: str, metadata: dict) -> dict:
@@ -98,13 +99,31 @@ class SniahDriver:
         lm = self.runner.evaluand.lm
         if not isinstance(lm, CCQEvalLM):
             return [None] * len(docs)
-        return mean_answer_nll(lm, self.runner.evaluand.tokenizer,
-                               [(sniah.prompt_of(d), d["outputs"][0]) for d in docs])
+        fused = getattr(lm, "answer_nlls", {})  # scored during generation (CCQEvalLM.expect_answers)
+        nlls = [fused.get(lm.prompt_key(sniah.prompt_of(d))) for d in docs]
+        missing = [i for i, v in enumerate(nlls) if v is None]
+        if missing:
+            slow = mean_answer_nll(lm, self.runner.evaluand.tokenizer,
+                                   [(sniah.prompt_of(docs[i]), docs[i]["outputs"][0]) for i in missing])
+            for i, value in zip(missing, slow):
+                nlls[i] = value
+        self.fused_nll_count = len(docs) - len(missing)
+        return nlls
+
+    def _expect_answers(self, records: list[dict]) -> None:
+        from ccq_eval.lm import CCQEvalLM
+
+        lm = self.runner.evaluand.lm
+        if isinstance(lm, CCQEvalLM) and FUSED_ANSWER_NLL:
+            tokenizer = self.runner.evaluand.tokenizer
+            lm.expect_answers({lm.prompt_key(sniah.prompt_of(d)):
+                               tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
         r = self.runner
         metadata = {"tokenizer": r.evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
                     "num_samples": r.samples, "seed": r.request.seed, "haystack": self.haystack_path or ""}
+        self._expect_answers(records)
         out = run_lm_eval(r, unit.task, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
@@ -139,7 +158,9 @@ class SniahDriver:
                             higher_is_better=True)]
         if all(v is not None for v in nlls):
             metrics.append(r.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
-        extra = {"n_samples": n, "empty_predictions": empty}
+        extra = {"n_samples": n, "empty_predictions": empty,
+                 # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
+                 "answer_nll_from_prefill": getattr(self, "fused_nll_count", 0)}
         if empty == n:
             extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,

@@ -20,9 +20,14 @@ class Suite:
     display: dict[str, str] = field(default_factory=dict)  # task id -> the paper's abbreviation
     primary_metric: str = "score"
     fixed_lengths: bool = False  # the suite ignores --lengths (lm: lm-eval's own window)
+    extra_tasks: tuple[str, ...] = ()  # accepted by --tasks, not run by default (not the paper's)
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
+
+    @property
+    def all_tasks(self) -> tuple[str, ...]:
+        return self.tasks + self.extra_tasks
 
 
 SUITES: dict[str, Suite] = {
@@ -51,8 +56,11 @@ SUITES: dict[str, Suite] = {
         default_lengths=tuple(range(4096, 20480 + 1, 2048)),
         default_samples=100,
         display={"longppl_govreport": "GovReport", "longppl_qmsum": "QMSum", "longppl_narrativeqa": "NarrativeQA",
-                 "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19"},
+                 "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19",
+                 "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
         primary_metric="perplexity",
+        # corpora every Python installation carries (data/longppl.py SHIPPED): the offline demo's
+        extra_tasks=("longppl_pydocs", "longppl_pycode"),
     ),
     "longbench": Suite(
         name="longbench",
@@ -99,10 +107,10 @@ def parse_tasks(suite: Suite, text: str | None) -> tuple[str, ...]:
         return suite.tasks
     chosen = []
     for part in (p.strip() for p in text.split(",")):
-        task = part if part in suite.tasks else f"{suite.name}_{part}"
-        if task not in suite.tasks:
+        task = part if part in suite.all_tasks else f"{suite.name}_{part}"
+        if task not in suite.all_tasks:
             raise SuiteError(f"--tasks: {part!r} is not a task of suite {suite.name!r}; "
-                             f"tasks: {', '.join(suite.tasks)}")
+                             f"tasks: {', '.join(suite.all_tasks)}")
         if task not in chosen:
             chosen.append(task)
     return tuple(chosen)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
+from ccq_eval.data.cache import cache_root, content_hash, freeze, load_or_build, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 
 SELECTION_VERSION = 1
@@ -52,15 +52,41 @@ CORPORA: dict[str, Corpus] = {
 FETCH_COMMAND = "ccq-eval data fetch longppl"
 
 
+def _python_docs() -> list[dict]:
+    """Python's reference documentation (pydoc_data.topics, what `help('topic')` prints), one topic a document."""
+    from pydoc_data.topics import topics
+
+    return [{"text": topics[name], "name": name} for name in sorted(topics)]
+
+
+def _python_code() -> list[dict]:
+    """The standard library's top-level modules, one file a document, in file-name order."""
+    import sysconfig
+
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    return [{"text": path.read_text(encoding="utf-8"), "name": path.name} for path in sorted(folder.glob("*.py"))]
+
+
+# Corpora that ship with every Python installation (PSF licence): the offline demo reads them, no
+# download needed. Their text follows the Python version, so the selection fingerprint records it.
+SHIPPED = {"pydocs": (_python_docs, "document"), "pycode": (_python_code, "document")}
+
+
 class CorpusError(ValueError):
     """A corpus that is missing or malformed; the message names it and the fix."""
 
 
 def local_path(corpus: str, data_dir: str | None) -> Path | None:
-    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched copy in the cache, else None."""
+    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched (or, for SHIPPED, written) copy in the cache, else None."""
     candidates = ([Path(data_dir) / "longppl" / f"{corpus}.jsonl"] if data_dir else []) + [
         cache_root() / "longppl" / f"{corpus}.jsonl"]
-    return next((p for p in candidates if p.exists()), None)
+    found = next((p for p in candidates if p.exists()), None)
+    if found is None and corpus in SHIPPED:
+        import platform
+
+        found = candidates[-1]
+        load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus][0])
+    return found
 
 
 def check_available(corpora: list[str], data_dir: str | None) -> None:
@@ -118,7 +144,7 @@ def context_token(tokenizer) -> int:
 
 def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) -> Selection:
     texts, empty = read_documents(path)
-    policy = CORPORA[corpus].policy if corpus in CORPORA else "document"
+    policy = CORPORA[corpus].policy if corpus in CORPORA else SHIPPED.get(corpus, (None, "document"))[1]
     start = context_token(tokenizer)
     sequences, names, short = [], [], 0
     if policy == "document":

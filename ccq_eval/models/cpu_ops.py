@@ -383,6 +383,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     Tk, Hkv = k.shape[1], k.shape[2]
     if Hkv != H:
         k, v = (x.repeat_interleave(H // Hkv, dim=2) for x in (k, v))
+    f, dtype = _work_dtype(q), q.dtype
+    q, k, v = (x.to(f).transpose(1, 2) for x in (q, k, v))
+    if window_size == (-1, -1) and (not causal or Tq == 1 or Tq == Tk):
+        # no explicit mask: SDPA's fused CPU kernel, O(T) memory (a T x T mask would be 64M entries at 8K);
+        # one query against the whole cache is bottom-right causal with nothing masked
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal and Tq > 1, scale=softmax_scale)
+        return o.transpose(1, 2).to(dtype)
     i = torch.arange(Tq, device=q.device).unsqueeze(1) + (Tk - Tq)
     j = torch.arange(Tk, device=q.device).unsqueeze(0)
     allowed = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device)
@@ -393,10 +400,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
         allowed &= j >= i - left
     if right >= 0:
         allowed &= j <= i + right
-    f = _work_dtype(q)
-    o = F.scaled_dot_product_attention(q.to(f).transpose(1, 2), k.to(f).transpose(1, 2), v.to(f).transpose(1, 2),
-                                       attn_mask=allowed, scale=softmax_scale)
-    return o.transpose(1, 2).to(q.dtype)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=softmax_scale)
+    return o.transpose(1, 2).to(dtype)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max_seqlen_k=None,

@@ -25,3 +25,11 @@ def longppl_codeparrot(**metadata):
 
 def longppl_pg19(**metadata):
     return dataset_for_corpus("pg19", **metadata)
+
+
+def longppl_pydocs(**metadata):
+    return dataset_for_corpus("pydocs", **metadata)
+
+
+def longppl_pycode(**metadata):
+    return dataset_for_corpus("pycode", **metadata)
