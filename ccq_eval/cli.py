@@ -128,7 +128,7 @@ def _ingest(args) -> int:
 
 def _zoo(args) -> int:
     from ccq_eval import zoo_build
-    from ccq_eval.models.loading import ZOO_DIR
+    from ccq_eval.models.loading import zoo_dir
 
     names = args.models.split(",") if args.models else list(zoo_build.ZOO)
     unknown = [n for n in names if n not in zoo_build.ZOO]
@@ -142,7 +142,7 @@ def _zoo(args) -> int:
 
         torch.set_num_threads(args.threads)
     config = zoo_build.TrainConfig(steps=steps, save_every=min(zoo_build.TrainConfig.save_every, steps))
-    out = Path(args.out) if args.out else ZOO_DIR
+    out = Path(args.out) if args.out else zoo_dir()
     for name in names:
         card = zoo_build.train(zoo_build.ZOO[name], config, Path(args.work), out)
         print(f"{name}: {card['steps']} steps, final loss {card['final_loss_nats_per_byte']:.3f} -> {out / name}")

@@ -4,7 +4,7 @@ Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K
 50 samples per cell, and on long-context perplexity over the two corpora every Python installation
 carries (data/longppl.py SHIPPED: the reference manual and the standard library's source). A
 training-free CCQ sweep (lambda 0.1, 0.3, 1 with Sigma scaled by its trace; lambda 0 is the plain
-model) runs on the plain GLA and GDN. Every number goes to one store; the tables (with 95%
+model) runs on the plain GLA and GDN, on S-NIAH-1 and perplexity. Every number goes to one store; the tables (with 95%
 intervals, and mean ± sd over the three GLA / CCQ-GLA seeds) and the curves are rendered from it.
 The evaluations run as `ccq-eval run` processes, one per core, writing to the same store.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 DEFAULT_OUT = "results/demo"
 LENGTHS = "1k,2k,4k,8k"  # the zoo's training length (1024 bytes) up to 8x beyond it
 SNIAH_TASKS = "sniah_1,sniah_2"
+SWEEP_SNIAH_TASKS = "sniah_1"
 SNIAH_SAMPLES = 50
 LONGPPL_TASKS = "pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least 8K bytes
@@ -38,19 +39,18 @@ class Job:
     cost: float  # relative, to start the longest first
 
 
-def plan(models: list[str], lengths: str, samples: int, sequences: int, sweep: bool) -> list[Job]:
+def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas: tuple[float, ...]) -> list[Job]:
     from ccq_eval.zoo_build import ZOO
 
     jobs = []
     evaluands = [(name, ()) for name in models]
-    if sweep:
-        evaluands += [(name, ("--ccq-lambda", str(lam))) for name in SWEEP_MODELS if name in models
-                      for lam in SWEEP_LAMBDAS]
+    evaluands += [(name, ("--ccq-lambda", f"{lam:g}")) for name in SWEEP_MODELS if name in models for lam in lambdas]
     for name, extra in evaluands:
         tag = name + (f"+ccq{extra[1]}" if extra else "")
         common = ("--model", f"zoo:{name}", "--lengths", lengths, *extra)
-        jobs.append(Job(f"{tag} sniah", ("--suite", "sniah", "--tasks", SNIAH_TASKS, "--samples", str(samples),
-                                         "--batch-size", str(GENERATION_BATCH), *common), 2.0))
+        tasks = SWEEP_SNIAH_TASKS if extra else SNIAH_TASKS  # the sweep: S-NIAH-1 only (the time budget)
+        jobs.append(Job(f"{tag} sniah", ("--suite", "sniah", "--tasks", tasks, "--samples", str(samples),
+                                         "--batch-size", str(GENERATION_BATCH), *common), tasks.count(",") + 1.0))
         jobs.append(Job(f"{tag} longppl", ("--suite", "longppl", "--tasks", LONGPPL_TASKS,
                                            "--samples", str(sequences), *common), 0.3))
         assert name in ZOO, name
@@ -89,23 +89,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lengths", default=LENGTHS)
     parser.add_argument("--samples", type=int, default=SNIAH_SAMPLES, help="S-NIAH samples per task and length")
     parser.add_argument("--sequences", type=int, default=LONGPPL_SEQUENCES, help="longppl documents per corpus")
-    parser.add_argument("--no-sweep", action="store_true", help="skip the training-free lambda sweep")
+    parser.add_argument("--lambdas", default=",".join(f"{x:g}" for x in SWEEP_LAMBDAS),
+                        help="training-free CCQ sweep on gla-tiny and gdn-tiny ('' for none)")
     parser.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     args = parser.parse_args(argv)
 
     from ccq_eval import cli
-    from ccq_eval.models.loading import ZOO_DIR
+    from ccq_eval.models.loading import zoo_dir
     from ccq_eval.zoo_build import ZOO
 
     models = args.models.split(",") if args.models else list(ZOO)
-    missing = [m for m in models if m not in ZOO or not (ZOO_DIR / m / "config.json").exists()]
+    missing = [m for m in models if m not in ZOO or not (zoo_dir() / m / "config.json").exists()]
+    try:
+        lambdas = tuple(float(x) for x in args.lambdas.split(",") if x.strip())
+    except ValueError:
+        print(f"demo: error: --lambdas {args.lambdas!r}: not a comma list of numbers", file=sys.stderr)
+        return 2
     if missing:
-        print(f"demo: error: zoo model(s) not found in {ZOO_DIR}: {', '.join(missing)}; available: "
+        print(f"demo: error: zoo model(s) not found in {zoo_dir()}: {', '.join(missing)}; available: "
               f"{', '.join(ZOO)}; rebuild with `ccq-eval zoo build`", file=sys.stderr)
         return 2
     out = Path(args.out)
     store = out / "ccq.db"
-    jobs = plan(models, args.lengths, args.samples, args.sequences, not args.no_sweep)
+    jobs = plan(models, args.lengths, args.samples, args.sequences, lambdas)
     print(f"ccq-eval demo: {len(jobs)} evaluations of {len(models)} zoo models on {args.workers} worker(s); "
           f"store {store} (finished units are kept: rerunning resumes)", flush=True)
     started = time.time()

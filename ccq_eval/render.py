@@ -185,10 +185,29 @@ def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | 
     return frame.to_csv(float_format="%.4g")
 
 
-def longppl_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows = labels, columns = corpus x lengths (at most 5 evenly spaced per corpus, ends included)."""
+def longppl_interval(mean_nll: float, stderr: float, n: int) -> tuple[float, float]:
+    """95% interval for a corpus perplexity: Student's t on the per-sequence mean NLLs, mapped through
+    exp (so it is asymmetric, as perplexity is)."""
+    from scipy.stats import t
+
+    if not n or n < 2 or stderr is None or pd.isna(stderr):
+        return (math.nan, math.nan)
+    half = t.ppf(0.975, n - 1) * stderr
+    return (math.exp(mean_nll - half), math.exp(mean_nll + half))
+
+
+def longppl_table(frame: pd.DataFrame, metric: str = "perplexity") -> pd.DataFrame:
+    """Rows = labels, columns = corpus x lengths (at most 5 evenly spaced per corpus, ends included).
+    metric "ci_low" / "ci_high": the 95% interval bounds in the same layout."""
+    if metric in ("ci_low", "ci_high"):
+        rows = frame[(frame.suite == "longppl") & (frame.metric == "nll_per_token")].copy()
+        bounds = [longppl_interval(v, se, n) for v, se, n in zip(rows.value, rows.stderr, rows.n)]
+        rows["value"] = [b[0 if metric == "ci_low" else 1] for b in bounds]
+        rows["metric"] = "perplexity"
+        layout = longppl_table(frame)
+        return longppl_table(rows).reindex(index=layout.index, columns=layout.columns)
     suite = SUITES["longppl"]
-    rows = frame[(frame.suite == "longppl") & (frame.metric == "perplexity")].copy()
+    rows = frame[(frame.suite == "longppl") & (frame.metric == metric)].copy()
     if rows.empty:
         return pd.DataFrame()
     columns = []
@@ -366,6 +385,13 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
                 value, se = measured.at[label, column], stderr.at[label, column] if column in stderr.columns else None
                 if not pd.isna(value) and se is not None and not pd.isna(se):
                     cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
+    if ci and table == "longppl" and not measured.empty:
+        low, high = longppl_table(frame, "ci_low"), longppl_table(frame, "ci_high")
+        for label in measured.index:
+            for column in measured.columns:
+                if not pd.isna(measured.at[label, column]) and not pd.isna(low.at[label, column]):
+                    cells.at[label, column] = (f"{measured.at[label, column]:.2f} "
+                                               f"[{low.at[label, column]:.2f}, {high.at[label, column]:.2f}]")
     for (label, column), (delta, half) in paired.items():
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
@@ -375,10 +401,13 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
                 "sniah-partial": "S-NIAH partial retrieval: answer reproduced from its start (\\%) and the answer's "
                                  "teacher-forced NLL per token",
                 "sniah": r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if ci else ""),
-                "longppl": "Perplexity by context length (lower is better)",
+                "longppl": "Perplexity by context length (lower is better)"
+                           + (r" with 95\% intervals over sequences" if ci else ""),
                 "longbench": "LongBench scores; Avg is the mean of the 14 cells"}
     csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
                          high.reindex(index=values.index, columns=values.columns)) if (ci and low is not None) else (None, None)
+    if csv_low is not None and table == "longppl" and csv_low.isna().all().all():
+        csv_low = csv_high = None  # no interval could be formed (one sequence per corpus)
     direction = {c: higher and c not in LOWER_IS_BETTER_COLUMNS and not c.endswith(" NLL") for c in values.columns}
     return {"csv": to_csv(values, csv_low, csv_high),
             "latex": to_latex(ranked, cells, captions[table], higher_is_better=direction),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ccq_eval.data import longppl
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.perplexity import bucket_sums, check_finite, perplexity, prefix_perplexities, sequence_nll
-from ccq_eval.runner import UnitOutcome, failure
+from ccq_eval.runner import UnitOutcome, failure, mean_and_stderr
 from ccq_eval.suite_sniah import run_lm_eval
 
 ENGINES = ("one-pass", "lm-eval")
@@ -109,6 +109,10 @@ class LongpplDriver:
         metrics = [r.metric("perplexity", ppl, n=len(nll_sums), higher_is_better=False, is_primary=True),
                    r.metric("nll_sum", total, n=len(nll_sums), higher_is_better=False),
                    r.metric("tokens", float(tokens), n=len(nll_sums), higher_is_better=False)]
+        if len(nll_sums) > 1:  # every sequence has L tokens: log ppl is the mean of per-sequence means
+            per_sequence = [value / L for value in nll_sums]
+            mean, stderr = mean_and_stderr(per_sequence)
+            metrics.append(r.metric("nll_per_token", mean, stderr=stderr, n=len(nll_sums), higher_is_better=False))
         samples = []
         for index, (value, name) in enumerate(zip(nll_sums, selection.names)):
             fields = {"nll_sum": value, "tokens": L, "source": name}

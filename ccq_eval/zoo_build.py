@@ -71,7 +71,22 @@ def build_model(spec: ZooModel):
     config = AutoConfig.for_model(spec.family, **WIDTH, **FAMILY_EXTRA.get(spec.family, {}),
                                   max_position_embeddings=4 * TRAIN_LENGTH, fuse_cross_entropy=True)
     config.training_context_length = TRAIN_LENGTH  # the curves draw a dashed line here
-    return AutoModelForCausalLM.from_config(config)
+    model = AutoModelForCausalLM.from_config(config)
+    if spec.family in ("gla", "ccq_gla"):
+        retention_init(model)
+    return model
+
+
+# GLA's forget gate is logsigmoid(x) / 16: at a zero logit it keeps exp(-0.043) per byte, so a needle
+# 300 bytes back arrives with weight ~1e-6 and retrieval never gets a gradient. A bias of +4 keeps
+# ~0.999 per byte (0.57 after 500 bytes) at initialisation; training moves it from there.
+RETENTION_GATE_BIAS = 4.0
+
+
+def retention_init(model) -> None:
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.attn.gk_proj[-1].bias.fill_(RETENTION_GATE_BIAS)
 
 
 class Batches:
@@ -189,10 +204,16 @@ def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=p
             progress(f"{spec.name}: step {step}/{config.steps} loss {loss_value:.3f} answer {answer_value:.3f} "
                      f"({(time.time() - started) / 60:.1f} min this session)")
     log.close()
-    return export(spec, model, step, loss_value, out)
+    return export(spec, model, step, _final_loss(folder / "loss.jsonl", loss_value), out, config)
 
 
-def export(spec: ZooModel, model, steps: int, final_loss: float, out: Path) -> dict:
+def _final_loss(path: Path, fallback: float, last: int = 50) -> float:
+    """Mean unweighted loss of the last 50 logged steps (one batch's loss is noisy)."""
+    lines = path.read_text().splitlines()[-last:] if path.exists() else []
+    return sum(json.loads(line)["loss"] for line in lines) / len(lines) if lines else fallback
+
+
+def export(spec: ZooModel, model, steps: int, final_loss: float, out: Path, config: TrainConfig) -> dict:
     """bf16 safetensors + tokenizer + a model card, loadable as zoo:<name>."""
     target = out / spec.name
     target.mkdir(parents=True, exist_ok=True)
@@ -201,8 +222,14 @@ def export(spec: ZooModel, model, steps: int, final_loss: float, out: Path) -> d
     weights = hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
     params = sum(p.numel() for p in model.parameters())
     card = {"name": spec.name, "architecture": spec.family, "parameters": params, "seed": spec.seed, "steps": steps,
-            "final_loss_nats_per_byte": final_loss, "training_length": TRAIN_LENGTH, "sha256": weights,
-            "corpus": "CC0 essays (ccq_eval/data/text/essays.txt) + synthetic S-NIAH-1 documents, byte-level"}
+            "final_loss_nats_per_byte": round(final_loss, 4),  # mean of the last 50 steps
+            "training_length": TRAIN_LENGTH, "sha256": weights,
+            "corpus": "CC0 essays (ccq_eval/data/text/essays.txt) + synthetic S-NIAH-1 documents, byte-level",
+            "recipe": (f"batch {config.batch} x <= {TRAIN_LENGTH} bytes, AdamW lr {config.lr} (warm-up {config.warmup}, "
+                       f"cosine to 10%), {config.needle_share:.0%} needle documents growing {SHORTEST_NEEDLE_DOC}->"
+                       f"{TRAIN_LENGTH} bytes over the first half, answer bytes weighted x{config.answer_weight:g}"
+                       + (f", forget-gate bias +{RETENTION_GATE_BIAS:g} at init" if spec.family in ("gla", "ccq_gla") else "")),
+            "width": WIDTH}
     (target / "MODEL_CARD.md").write_text(
         f"# {spec.name}\n\n" + "\n".join(f"- {k}: {v}" for k, v in card.items()) + "\n")
     return card

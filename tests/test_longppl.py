@@ -217,3 +217,33 @@ def test_data_fetch_fills_the_cache_from_a_local_fake_hub(model_dir, tmp_path, m
                  "--samples", "1", "--store", str(store), "--device", "cpu"]) == 0
     assert len(perplexities(store)) == 2
     assert main(["data", "fetch", "longppl", "--corpora", "wikipedia"]) == 2
+
+
+def test_perplexity_intervals_by_hand_and_the_shipped_corpora(model_dir, tmp_path):
+    """--ci on the longppl table: exp(mean ± t(0.975, n-1) * sd/sqrt(n)) of the per-sequence mean NLLs,
+    checked against the stored per-sequence sums; the shipped corpora run with no data directory."""
+    from scipy.stats import t
+
+    store = tmp_path / "ccq.db"
+    assert main(["--model", str(model_dir), "--suite", "longppl", "--tasks", "pydocs,pycode", "--lengths", "512",
+                 "--samples", "4", "--store", str(store), "--device", "cpu"]) == 0
+    db = sqlite3.connect(store)
+    sums = [json.loads(f)["nll_sum"] for (f,) in db.execute(
+        "SELECT s.fields FROM samples s JOIN units u ON u.id = s.unit_id WHERE u.task = 'longppl_pydocs'")]
+    x = [v / 512 for v in sums]
+    mean = sum(x) / 4
+    half = t.ppf(0.975, 3) * (sum((v - mean) ** 2 for v in x) / 3) ** 0.5 / 2
+    assert main(["tables", "--table", "longppl", "--ci", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "t" / "longppl.csv", index_col="label")
+    assert list(table.columns) == ["PyDocs 512", "PyCode 512", "PyDocs 512 ci_low", "PyDocs 512 ci_high",
+                                   "PyCode 512 ci_low", "PyCode 512 ci_high"]
+    row = table.iloc[0]
+    assert row["PyDocs 512"] == pytest.approx(math.exp(mean), rel=1e-3)
+    assert row["PyDocs 512 ci_low"] == pytest.approx(math.exp(mean - half), rel=1e-3)
+    assert row["PyDocs 512 ci_high"] == pytest.approx(math.exp(mean + half), rel=1e-3)
+    assert row["PyDocs 512 ci_low"] < row["PyDocs 512"] < row["PyDocs 512 ci_high"]
+    assert "[" in (tmp_path / "t" / "longppl.md").read_text()
+    per_corpus = dict(db.execute("SELECT u.task, COUNT(*) FROM samples s JOIN units u ON u.id = s.unit_id GROUP BY u.task"))
+    assert per_corpus == {"longppl_pydocs": 4, "longppl_pycode": 4}

@@ -12,6 +12,7 @@ import json
 import logging
 from contextlib import contextmanager
 from pathlib import Path
+import os
 from typing import Any, NamedTuple
 
 import torch
@@ -19,7 +20,11 @@ import torch
 SUPPORTED_MODEL_TYPES = ("gla", "gated_deltanet", "transformer", "ccq_gla", "ccq_gated_deltanet")
 CCQ_FAMILY_OF = {"gla": "ccq_gla", "gated_deltanet": "ccq_gated_deltanet",
                  "ccq_gla": "ccq_gla", "ccq_gated_deltanet": "ccq_gated_deltanet"}
-ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"
+ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"  # the shipped zoo; $CCQ_EVAL_ZOO points elsewhere
+
+
+def zoo_dir() -> Path:
+    return Path(os.environ["CCQ_EVAL_ZOO"]) if os.environ.get("CCQ_EVAL_ZOO") else ZOO_DIR
 SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
@@ -40,11 +45,11 @@ class LoadedModel(NamedTuple):
 def resolve_spec(spec: str) -> Path:
     """A checkpoint folder, or ``zoo:<name>`` for a model shipped in ``ccq_eval/zoo/``."""
     if spec.startswith("zoo:"):
-        name = spec[4:]
-        available = sorted(p.name for p in ZOO_DIR.iterdir() if (p / "config.json").exists()) if ZOO_DIR.exists() else []
+        name, folder = spec[4:], zoo_dir()
+        available = sorted(p.name for p in folder.iterdir() if (p / "config.json").exists()) if folder.exists() else []
         if name not in available:
             raise ModelLoadError(f"model {spec!r}: no zoo model of that name; available: {', '.join(available) or 'none'}")
-        return ZOO_DIR / name
+        return folder / name
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelLoadError(f"model {spec!r}: no such path; pass a checkpoint folder containing config.json, or zoo:<name>")

@@ -1,0 +1,44 @@
+"""`make demo` end to end on a one-step zoo (the real demo's models, data and renderers, with fewer
+samples): every evaluation lands in one store, the sweep rows carry S-NIAH-1 only, the shipped corpora
+give the perplexity columns, and the seeds table groups NAME with NAME-s1."""
+
+import pandas as pd
+
+from ccq_eval import demo
+from ccq_eval.cli import main
+
+
+def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
+    zoo, out = tmp_path / "zoo", tmp_path / "demo"
+    models = "gla-tiny,gla-tiny-s1,gdn-tiny"
+    assert main(["zoo", "build", "--steps", "1", "--models", models, "--work", str(tmp_path / "work"),
+                 "--out", str(zoo)]) == 0
+    monkeypatch.setenv("CCQ_EVAL_ZOO", str(zoo))
+    assert demo.main(["--out", str(out), "--models", models, "--lengths", "1k,2k", "--samples", "2",
+                      "--sequences", "2", "--lambdas", "0.3"]) == 0
+
+    sniah = pd.read_csv(out / "tables" / "sniah.csv", index_col="label")
+    assert sorted(sniah.index) == ["gdn-tiny", "gdn-tiny+ccq0.3", "gla-tiny", "gla-tiny+ccq0.3", "gla-tiny-s1"]
+    s2 = [c for c in sniah.columns if c.startswith("S2 (ccq-essays)") and "ci_" not in c]
+    assert [c for c in sniah.columns if "ci_" not in c] == ["S1 1K", "S1 2K", *s2] and len(s2) == 2
+    assert sniah.loc["gla-tiny+ccq0.3", s2].isna().all() and sniah.loc["gla-tiny", s2].notna().all()
+    assert sniah.filter(like="ci_low").notna().any().any()  # the 95% intervals are there
+
+    longppl = pd.read_csv(out / "tables" / "longppl.csv", index_col="label")
+    assert list(longppl.columns[:4]) == ["PyDocs 1K", "PyDocs 2K", "PyCode 1K", "PyCode 2K"]
+    assert (longppl.iloc[:, :4] > 1).all().all() and len(longppl) == 5
+    assert (longppl["PyCode 2K ci_low"] < longppl["PyCode 2K"]).all()
+
+    seeds = pd.read_csv(out / "tables" / "seeds.csv")
+    assert set(seeds.model) == {"gla-tiny"} and (seeds.seeds == 2).all()
+    assert "S1 1K acc" in set(seeds.column) and "PyCode 2K ppl" in set(seeds.column)
+    for name in ("sniah", "sniah-partial", "longppl", "seeds"):
+        assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
+    assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
+
+
+def test_demo_refuses_a_missing_zoo_model(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CCQ_EVAL_ZOO", str(tmp_path / "empty"))
+    assert demo.main(["--out", str(tmp_path / "d"), "--models", "gla-tiny"]) == 2
+    assert "ccq-eval zoo build" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
