@@ -73,7 +73,7 @@ def _gla_dense(q, k, v, g, initial_state=None, output_final_state=False, scale=N
     f = _work_dtype(q)
     out_dtype = v.dtype
     scale = K ** -0.5 if scale is None else scale
-    C = GLA_CHUNK
+    C = max(1, min(GLA_CHUNK, T))  # a decoding step (T = 1) is not padded to a whole chunk
     pad = (-T) % C
     q, k, v, g = (_pad_time(x.to(f), pad) for x in (q, k, v, g))  # g = 0 on padding: no decay
     qc, kc, vc, gc = (_to_chunks(x, C) for x in (q * scale, k, v, g))  # [B, H, NC, C, *]
@@ -151,7 +151,7 @@ def _gdn_dense(q, k, v, g, beta, initial_state=None, output_final_state=False, s
     B, T, H, K = q.shape
     V = v.shape[-1]
     f = _work_dtype(q)
-    C = GDN_CHUNK
+    C = max(1, min(GDN_CHUNK, T))  # a decoding step (T = 1) is not padded to a whole chunk
     pad = (-T) % C
     q, k, v = (_pad_time(x.to(f), pad) for x in (q, k, v))
     g, beta = (_pad_time(x.to(f).unsqueeze(-1), pad).squeeze(-1) for x in (g, beta))  # beta = 0: no write
