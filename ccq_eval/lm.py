@@ -79,7 +79,8 @@ class CCQEvalLM(HFLM):
         if not any(r in expected for r in rows) or int(mask.sum(1).min()) < 2:
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
         with torch.no_grad():
-            cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True).past_key_values
+            cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True,
+                               logits_to_keep=1).past_key_values  # only the cache is used
             self._score_expected(rows, context, mask, copy.deepcopy(cache))
         return super()._model_generate(context, max_length, stop, past_key_values=cache, **generation_kwargs)
 
