@@ -57,10 +57,10 @@ SUITES: dict[str, Suite] = {
         default_samples=100,
         display={"longppl_govreport": "GovReport", "longppl_qmsum": "QMSum", "longppl_narrativeqa": "NarrativeQA",
                  "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19",
-                 "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
+                 "longppl_essays": "Essays (seen)", "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
         primary_metric="perplexity",
         # corpora every Python installation carries (data/longppl.py SHIPPED): the offline demo's
-        extra_tasks=("longppl_pydocs", "longppl_pycode"),
+        extra_tasks=("longppl_essays", "longppl_pydocs", "longppl_pycode"),
     ),
     "longbench": Suite(
         name="longbench",

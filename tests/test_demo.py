@@ -25,8 +25,9 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     assert sniah.filter(like="ci_low").notna().any().any()  # the 95% intervals are there
 
     longppl = pd.read_csv(out / "tables" / "longppl.csv", index_col="label")
-    assert list(longppl.columns[:4]) == ["PyDocs 1K", "PyDocs 2K", "PyCode 1K", "PyCode 2K"]
-    assert (longppl.iloc[:, :4] > 1).all().all() and len(longppl) == 5
+    assert list(longppl.columns[:6]) == ["Essays (seen) 1K", "Essays (seen) 2K", "PyDocs 1K", "PyDocs 2K",
+                                         "PyCode 1K", "PyCode 2K"]
+    assert (longppl.iloc[:, :6] > 1).all().all() and len(longppl) == 5
     assert (longppl["PyCode 2K ci_low"] < longppl["PyCode 2K"]).all()
 
     seeds = pd.read_csv(out / "tables" / "seeds.csv")

@@ -247,3 +247,14 @@ def test_perplexity_intervals_by_hand_and_the_shipped_corpora(model_dir, tmp_pat
     assert "[" in (tmp_path / "t" / "longppl.md").read_text()
     per_corpus = dict(db.execute("SELECT u.task, COUNT(*) FROM samples s JOIN units u ON u.id = s.unit_id GROUP BY u.task"))
     assert per_corpus == {"longppl_pydocs": 4, "longppl_pycode": 4}
+
+
+def test_the_shipped_essay_corpus_is_twelve_rotations_of_the_training_text():
+    from ccq_eval.data.haystack import DEFAULT_HAYSTACK
+
+    docs = longppl._essay_rotations()
+    text = DEFAULT_HAYSTACK.read_text(encoding="utf-8")
+    assert len(docs) == 12 and len({d["text"][:200] for d in docs}) == 12
+    for doc in docs:
+        assert len(doc["text"]) >= 24 * 1024
+        assert doc["text"][:2000] in text + "\n\n" + text  # a window of the cycled collection

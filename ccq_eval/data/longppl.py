@@ -67,9 +67,31 @@ def _python_code() -> list[dict]:
     return [{"text": path.read_text(encoding="utf-8"), "name": path.name} for path in sorted(folder.glob("*.py"))]
 
 
-# Corpora that ship with every Python installation (PSF licence): the offline demo reads them, no
-# download needed. Their text follows the Python version, so the selection fingerprint records it.
-SHIPPED = {"pydocs": (_python_docs, "document"), "pycode": (_python_code, "document")}
+ESSAY_ROTATIONS = 12
+ESSAY_DOCUMENT_CHARS = 24 * 1024
+
+
+def _essay_rotations() -> list[dict]:
+    """The shipped CC0 essays (the zoo's training text) as 12 documents: the collection started at 12
+    evenly spaced paragraphs and cycled to 24K characters. Text the zoo has seen, so perplexity past
+    the training length measures length extrapolation alone, not generalisation."""
+    from ccq_eval.data.haystack import DEFAULT_HAYSTACK
+
+    paragraphs = [p for p in DEFAULT_HAYSTACK.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    documents = []
+    for i in range(ESSAY_ROTATIONS):
+        start = round(i * len(paragraphs) / ESSAY_ROTATIONS)
+        cycle, text = "\n\n".join(paragraphs[start:] + paragraphs[:start]), ""
+        while len(text) < ESSAY_DOCUMENT_CHARS:
+            text += cycle + "\n\n"
+        documents.append({"text": text, "name": f"essays from paragraph {start}"})
+    return documents
+
+
+# Corpora that ship with the package (CC0) or with every Python installation (PSF licence): the offline
+# demo reads them, no download needed. Python's text follows its version, which the cached copy records.
+SHIPPED = {"essays": (_essay_rotations, "document"), "pydocs": (_python_docs, "document"),
+           "pycode": (_python_code, "document")}
 
 
 class CorpusError(ValueError):

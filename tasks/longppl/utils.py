@@ -33,3 +33,7 @@ def longppl_pydocs(**metadata):
 
 def longppl_pycode(**metadata):
     return dataset_for_corpus("pycode", **metadata)
+
+
+def longppl_essays(**metadata):
+    return dataset_for_corpus("essays", **metadata)
