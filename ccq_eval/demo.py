@@ -5,32 +5,39 @@ Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K
 SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation, and Python's
 reference manual and standard-library source, text the zoo has never seen). A
 training-free CCQ sweep (lambda 0.1, 0.3, 1 with Sigma scaled by its trace; lambda 0 is the plain
-model) runs on the plain GLA and GDN, on S-NIAH-1 and perplexity. Every number goes to one store; the tables (with 95%
+model) runs on the plain GLA and GDN, on perplexity and on S-NIAH-1 at 1K and 4K. Every number goes to one store; the tables (with 95%
 intervals, and mean ± sd over the three GLA / CCQ-GLA seeds) and the curves are rendered from it.
-The evaluations run as `ccq-eval run` processes, one per core, writing to the same store.
+The evaluations run as `ccq-eval run` calls in one worker process per core (their jobs split longest
+first), writing to the same store.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from ccq_eval.suites import parse_lengths
 
 DEFAULT_OUT = "results/demo"
 LENGTHS = "1k,2k,4k,8k"  # the zoo's training length (1024 bytes) up to 8x beyond it
 SNIAH_TASKS = "sniah_1,sniah_2"
 SWEEP_SNIAH_TASKS = "sniah_1"
+SWEEP_SNIAH_LENGTHS = "1k,4k"  # the training length and 4x: the sweep fits the demo's 20-minute budget
 SNIAH_SAMPLES = 50
 LONGPPL_TASKS = "essays,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least 8K bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
 SWEEP_MODELS = ("gla-tiny", "gdn-tiny")
-GENERATION_BATCH = 25
+# Measured here: the Transformer's S-NIAH job takes ~3.5x a GLA's (each decoding step copies its whole
+# KV cache: fla's cache grows by concatenation and the padded batch is unpadded every step)
+TRANSFORMER_DECODING_COST = 3.5
+GENERATION_BATCH = 25  # 50 was slower at 8K on this CPU (memory traffic); prefill dominates either way
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,16 @@ class Job:
     cost: float  # relative, to start the longest first
 
 
+def sweep_lengths(lengths: str) -> str:
+    """The sweep's S-NIAH lengths: SWEEP_SNIAH_LENGTHS when the run covers them, else the run's shortest."""
+    run, wanted = parse_lengths(lengths), parse_lengths(SWEEP_SNIAH_LENGTHS)
+    chosen = [L for L in wanted if L in run] or [run[0]]
+    return ",".join(str(L) for L in chosen)
+
+
 def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas: tuple[float, ...]) -> list[Job]:
+    from ccq_eval.zoo_build import ZOO
+
     from ccq_eval.zoo_build import ZOO
 
     jobs = []
@@ -48,37 +64,64 @@ def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas:
     evaluands += [(name, ("--ccq-lambda", f"{lam:g}")) for name in SWEEP_MODELS if name in models for lam in lambdas]
     for name, extra in evaluands:
         tag = name + (f"+ccq{extra[1]}" if extra else "")
-        common = ("--model", f"zoo:{name}", "--lengths", lengths, *extra)
-        tasks = SWEEP_SNIAH_TASKS if extra else SNIAH_TASKS  # the sweep: S-NIAH-1 only (the time budget)
-        jobs.append(Job(f"{tag} sniah", ("--suite", "sniah", "--tasks", tasks, "--samples", str(samples),
-                                         "--batch-size", str(GENERATION_BATCH), *common), tasks.count(",") + 1.0))
-        jobs.append(Job(f"{tag} longppl", ("--suite", "longppl", "--tasks", LONGPPL_TASKS,
-                                           "--samples", str(sequences), *common), 0.3))
+        model = ("--model", f"zoo:{name}", *extra)
+        # the sweep: S-NIAH-1 at two lengths (the time budget); perplexity at every length
+        tasks, sniah_lengths = (SWEEP_SNIAH_TASKS, sweep_lengths(lengths)) if extra else (SNIAH_TASKS, lengths)
+        cost = (tasks.count(",") + 1) * sum(parse_lengths(sniah_lengths)) / sum(parse_lengths(lengths))
+        if ZOO[name].family == "transformer":
+            cost *= TRANSFORMER_DECODING_COST
+        jobs.append(Job(f"{tag} sniah", ("--suite", "sniah", "--tasks", tasks, "--lengths", sniah_lengths,
+                                         "--samples", str(samples), "--batch-size", str(GENERATION_BATCH), *model),
+                        cost))
+        jobs.append(Job(f"{tag} longppl", ("--suite", "longppl", "--tasks", LONGPPL_TASKS, "--lengths", lengths,
+                                           "--samples", str(sequences), *model), 0.35))
     return sorted(jobs, key=lambda j: -j.cost)
 
 
-def run_jobs(jobs: list[Job], store: Path, logs: Path, workers: int) -> list[str]:
-    """Each job a `ccq-eval run` subprocess with its share of the cores; returns the failures."""
+def partition(jobs: list[Job], workers: int) -> list[list[Job]]:
+    """Longest job first onto the least-loaded worker (LPT): the workers finish close together."""
+    shares, loads = [[] for _ in range(workers)], [0.0] * workers
+    for job in sorted(jobs, key=lambda j: -j.cost):
+        least = loads.index(min(loads))
+        shares[least].append(job)
+        loads[least] += job.cost
+    return shares
+
+
+def run_share(jobs: list[dict], store: str, logs: str) -> int:
+    """One worker process: its jobs in turn through `ccq-eval run` in-process (one interpreter start,
+    not one per job), each job's output to its own log; returns how many failed."""
+    import contextlib
+
+    from ccq_eval import cli
+
+    failed = 0
+    for job in jobs:
+        start = time.time()
+        log = Path(logs) / (job["name"].replace(" ", "_").replace("+", "_") + ".log")
+        with open(log, "w") as handle, contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+            try:
+                rc = cli.main(["run", *job["args"], "--store", store])
+            except Exception as exc:  # noqa: BLE001 - reported, and the next job still runs
+                print(f"{type(exc).__name__}: {exc}")
+                rc = 1
+        failed += rc != 0
+        status = "ok" if rc == 0 else f"FAILED (exit {rc}; see {log})"
+        print(f"  {job['name']:<28} {time.time() - start:6.0f} s  {status}", flush=True)
+    return failed
+
+
+def run_jobs(jobs: list[Job], store: Path, logs: Path, workers: int) -> int:
+    """The jobs split over `workers` processes with a share of the cores each; returns the failures."""
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // workers)),
                TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore")
-    started, failures = time.time(), []
-
-    def one(job: Job) -> None:
-        log = logs / (job.name.replace(" ", "_").replace("+", "_") + ".log")
-        t0 = time.time()
-        with open(log, "w") as handle:
-            rc = subprocess.call([sys.executable, "-m", "ccq_eval", "run", *job.args, "--store", str(store)],
-                                 stdout=handle, stderr=subprocess.STDOUT, env=env)
-        status = "ok" if rc == 0 else f"FAILED (exit {rc}; see {log})"
-        print(f"  [{(time.time() - started) / 60:5.1f} min] {job.name:<28} {time.time() - t0:6.0f} s  {status}",
-              flush=True)
-        if rc != 0:
-            failures.append(job.name)
-
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(one, jobs))
-    return failures
+    procs = []
+    for share in partition(jobs, workers):
+        spec = json.dumps({"jobs": [{"name": j.name, "args": list(j.args)} for j in share],
+                           "store": str(store), "logs": str(logs)})
+        procs.append(subprocess.Popen([sys.executable, "-m", "ccq_eval.demo", "--worker", spec], env=env))
+    return sum(proc.wait() for proc in procs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lambdas", default=",".join(f"{x:g}" for x in SWEEP_LAMBDAS),
                         help="training-free CCQ sweep on gla-tiny and gdn-tiny ('' for none)")
     parser.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one worker's share, as JSON
     args = parser.parse_args(argv)
+    if args.worker:
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        share = json.loads(args.worker)
+        return min(run_share(share["jobs"], share["store"], share["logs"]), 100)
 
     from ccq_eval import cli
     from ccq_eval.models.loading import zoo_dir
@@ -117,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     failures = run_jobs(jobs, store, out / "logs", args.workers)
     if failures:
-        print(f"demo: error: {len(failures)} evaluation(s) failed: {', '.join(failures)}", file=sys.stderr)
+        print(f"demo: error: {failures} evaluation(s) failed (see the lines above and {out / 'logs'})", file=sys.stderr)
         return 1
     print(f"evaluations done in {(time.time() - started) / 60:.1f} min\n", flush=True)
     for table in ("sniah", "sniah-partial", "longppl", "seeds"):
