@@ -182,6 +182,9 @@ def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=p
     log = open(folder / "loss.jsonl", "a")
     model.train()
     loss_value, started = float("nan"), time.time()
+    from tqdm import tqdm
+
+    bar = tqdm(total=config.steps, initial=step, desc=spec.name, unit="step", disable=None, leave=False)
     while step < config.steps:
         ids, targets, weights = batches.batch(step)
         for group in optimizer.param_groups:
@@ -198,11 +201,14 @@ def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=p
             loss_value, answer_value = float(weighted_loss(logits, targets, plain)), answer_loss(logits, targets, weights)
         log.write(json.dumps({"step": step, "loss": loss_value, "answer_loss": answer_value,
                               "lr": _lr(config, step - 1)}) + "\n")
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss_value:.3f}", answer=f"{answer_value:.3f}", refresh=False)
         if step % config.save_every == 0 or step == config.steps:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, state_file)
             log.flush()
             progress(f"{spec.name}: step {step}/{config.steps} loss {loss_value:.3f} answer {answer_value:.3f} "
                      f"({(time.time() - started) / 60:.1f} min this session)")
+    bar.close()
     log.close()
     return export(spec, model, step, _final_loss(folder / "loss.jsonl", loss_value), out, config)
 
