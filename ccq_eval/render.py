@@ -478,7 +478,8 @@ def label_colours(store: Store) -> dict[str, tuple]:
     import matplotlib
 
     labels = sorted(r["label"] for r in store.query("SELECT DISTINCT label FROM runs"))
-    palette = matplotlib.colormaps["tab10"].colors + matplotlib.colormaps["Dark2"].colors
+    tab20 = matplotlib.colormaps["tab20"].colors
+    palette = tab20[0::2] + tab20[1::2] + matplotlib.colormaps["Dark2"].colors  # 10 strong, then their light shades
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
@@ -525,7 +526,9 @@ def longppl_figure(store: Store):
                 ax.axvline(trained[label] / 1024, color=colours[label], ls="--", lw=0.8)
         ax.set_title(suite.display[task])
         ax.set_xlabel("context length (K tokens)")
-        ax.set_ylabel("perplexity")
+        ax.set_ylabel("perplexity (log scale)")
+        if not sub.empty:
+            ax.set_yscale("log")  # a collapse past the training length is orders of magnitude
         if sub.empty:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
     handles, labels = [], []
