@@ -57,8 +57,6 @@ def sweep_lengths(lengths: str) -> str:
 def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas: tuple[float, ...]) -> list[Job]:
     from ccq_eval.zoo_build import ZOO
 
-    from ccq_eval.zoo_build import ZOO
-
     jobs = []
     evaluands = [(name, ()) for name in models]
     evaluands += [(name, ("--ccq-lambda", f"{lam:g}")) for name in SWEEP_MODELS if name in models for lam in lambdas]

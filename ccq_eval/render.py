@@ -357,8 +357,12 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
             measured = lm_table(frame, average)
         elif table == "sniah-partial":
             measured = sniah_partial_table(frame)
+        elif table == "longppl":
+            measured = longppl_table(frame)
+            if ci:
+                low, high = longppl_table(frame, "ci_low"), longppl_table(frame, "ci_high")
         else:
-            measured = longppl_table(frame) if table == "longppl" else longbench_table(frame)
+            measured = longbench_table(frame)
     values = with_reference(measured, table) if reference else measured
     if values.empty:
         return None
@@ -372,12 +376,12 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
         values = with_delta
     digits = 1 if table in ("sniah", "longbench") else 2
     cells = _number_cells(values, digits, signed)
-    if table == "sniah" and ci and low is not None:
+    if ci and low is not None:  # S-NIAH (Wilson) and longppl (t over sequences): "value [low, high]"
         for label in measured.index:
             for column in measured.columns:
-                if not pd.isna(measured.at[label, column]):
-                    cells.at[label, column] = (f"{measured.at[label, column]:.1f} "
-                                               f"[{low.at[label, column]:.1f}, {high.at[label, column]:.1f}]")
+                if not pd.isna(measured.at[label, column]) and not pd.isna(low.at[label, column]):
+                    cells.at[label, column] = (f"{measured.at[label, column]:.{digits}f} "
+                                               f"[{low.at[label, column]:.{digits}f}, {high.at[label, column]:.{digits}f}]")
     if ci and table in ("lm", "longbench") and not measured.empty:  # 95% normal intervals from lm-eval's stderr
         stderr = lm_table(frame, average, "stderr") if table == "lm" else longbench_table(frame, "stderr")
         for label in measured.index:
@@ -385,13 +389,6 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
                 value, se = measured.at[label, column], stderr.at[label, column] if column in stderr.columns else None
                 if not pd.isna(value) and se is not None and not pd.isna(se):
                     cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
-    if ci and table == "longppl" and not measured.empty:
-        low, high = longppl_table(frame, "ci_low"), longppl_table(frame, "ci_high")
-        for label in measured.index:
-            for column in measured.columns:
-                if not pd.isna(measured.at[label, column]) and not pd.isna(low.at[label, column]):
-                    cells.at[label, column] = (f"{measured.at[label, column]:.2f} "
-                                               f"[{low.at[label, column]:.2f}, {high.at[label, column]:.2f}]")
     for (label, column), (delta, half) in paired.items():
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"

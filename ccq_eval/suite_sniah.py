@@ -45,6 +45,7 @@ def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -
 class SniahDriver:
     def __init__(self, runner):
         self.runner = runner
+        self._prompt_keys: dict[int, tuple[int, ...]] = {}  # set per unit by _expect_answers
 
     def check_inputs(self) -> None:
         r = self.runner
@@ -100,7 +101,7 @@ class SniahDriver:
         if not isinstance(lm, CCQEvalLM):
             return [None] * len(docs)
         fused = getattr(lm, "answer_nlls", {})  # scored during generation (CCQEvalLM.expect_answers)
-        nlls = [fused.get(lm.prompt_key(sniah.prompt_of(d))) for d in docs]
+        nlls = [fused.get(self._prompt_keys.get(d["index"])) for d in docs]
         missing = [i for i, v in enumerate(nlls) if v is None]
         if missing:
             slow = mean_answer_nll(lm, self.runner.evaluand.tokenizer,
@@ -114,9 +115,11 @@ class SniahDriver:
         from ccq_eval.lm import CCQEvalLM
 
         lm = self.runner.evaluand.lm
+        self._prompt_keys = {}  # sample index -> the prompt's token ids, as generation encodes them
         if isinstance(lm, CCQEvalLM) and FUSED_ANSWER_NLL:
             tokenizer = self.runner.evaluand.tokenizer
-            lm.expect_answers({lm.prompt_key(sniah.prompt_of(d)):
+            self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
+            lm.expect_answers({self._prompt_keys[d["index"]]:
                                tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:

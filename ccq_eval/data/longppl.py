@@ -90,8 +90,8 @@ def _essay_rotations() -> list[dict]:
 
 # Corpora that ship with the package (CC0) or with every Python installation (PSF licence): the offline
 # demo reads them, no download needed. Python's text follows its version, which the cached copy records.
-SHIPPED = {"essays": (_essay_rotations, "document"), "pydocs": (_python_docs, "document"),
-           "pycode": (_python_code, "document")}
+# All three are scored with the "document" policy (the default for corpora outside CORPORA).
+SHIPPED = {"essays": _essay_rotations, "pydocs": _python_docs, "pycode": _python_code}
 
 
 class CorpusError(ValueError):
@@ -107,7 +107,7 @@ def local_path(corpus: str, data_dir: str | None) -> Path | None:
         import platform
 
         found = candidates[-1]
-        load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus][0])
+        load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus])
     return found
 
 
@@ -166,7 +166,7 @@ def context_token(tokenizer) -> int:
 
 def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) -> Selection:
     texts, empty = read_documents(path)
-    policy = CORPORA[corpus].policy if corpus in CORPORA else SHIPPED.get(corpus, (None, "document"))[1]
+    policy = CORPORA[corpus].policy if corpus in CORPORA else "document"
     start = context_token(tokenizer)
     sequences, names, short = [], [], 0
     if policy == "document":
