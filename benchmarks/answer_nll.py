@@ -22,7 +22,7 @@ warnings.filterwarnings("ignore")
 
 
 def one_run(model: str, lengths: str, samples: int, fused: bool, folder: Path) -> tuple[float, list[float]]:
-    from ccq_eval import suite_sniah
+    from ccq_eval.suites.sniah import driver as suite_sniah
     from ccq_eval.cli import main
 
     suite_sniah.FUSED_ANSWER_NLL = fused

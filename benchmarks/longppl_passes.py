@@ -50,7 +50,7 @@ def documents(tokenizer, count: int) -> list[list[int]]:
 
 
 def one_pass(model, docs) -> tuple[dict, int]:
-    from ccq_eval.perplexity import prefix_perplexities, sequence_nll
+    from ccq_eval.suites.longppl.perplexity import prefix_perplexities, sequence_nll
 
     sums = {L: 0.0 for L in LENGTHS}
     for ids in docs:
@@ -62,7 +62,7 @@ def one_pass(model, docs) -> tuple[dict, int]:
 def per_length_rolling(model, tokenizer, docs) -> tuple[dict, int]:
     from lm_eval.api.instance import Instance
 
-    from ccq_eval.lm import CCQEvalLM
+    from ccq_eval.lm.wrapper import CCQEvalLM
 
     lm = CCQEvalLM(model, tokenizer, max_length=LENGTHS[-1])
     sums, tokens = {}, 0
@@ -75,7 +75,7 @@ def per_length_rolling(model, tokenizer, docs) -> tuple[dict, int]:
 
 
 def child_memory(family: str, length: int) -> dict:
-    from ccq_eval.perplexity import sequence_nll
+    from ccq_eval.suites.longppl.perplexity import sequence_nll
 
     model, tokenizer = build(family)
     ids = documents(tokenizer, 1)[0][: length + 1]

@@ -38,7 +38,7 @@ def main() -> None:
 
     import nltk
 
-    from ccq_eval.data import sniah
+    from ccq_eval.suites.sniah import data as sniah
     from tests.helpers import byte_tokenizer
 
     tok = byte_tokenizer()

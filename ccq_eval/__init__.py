@@ -1,5 +1,6 @@
-"""ccq-eval: reproduce the CCQ linear-attention paper's tables for any checkpoint."""
+"""ccq-eval: reproduce the CCQ linear-attention paper's tables for any checkpoint.
+
+Importing the package loads nothing heavy: the model families register with transformers where
+models are loaded (``ccq_eval.models``)."""
 
 __version__ = "0.1.0"
-
-import ccq_eval.models  # noqa: E402,F401  (registers the CCQ model families with transformers)

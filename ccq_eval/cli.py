@@ -24,13 +24,12 @@ DEFAULT_FIGURES = "results/figures"
 SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest", "zoo")
 
 
+from ccq_eval.errors import BadInput, StoreWriteFailure
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own mistakes get the same one-line form and exit code 2
-        raise _BadInput(f"{message} (see ccq-eval {self.prog.split()[-1]} --help)")
-
-
-class _BadInput(Exception):
-    pass
+        raise BadInput(f"{message} (see ccq-eval {self.prog.split()[-1]} --help)")
 
 
 def _add_store(parser):
@@ -133,10 +132,10 @@ def _zoo(args) -> int:
     names = args.models.split(",") if args.models else list(zoo_build.ZOO)
     unknown = [n for n in names if n not in zoo_build.ZOO]
     if unknown:
-        raise _BadInput(f"--models: unknown {', '.join(unknown)}; available: {', '.join(zoo_build.ZOO)}")
+        raise BadInput(f"--models: unknown {', '.join(unknown)}; available: {', '.join(zoo_build.ZOO)}")
     steps = zoo_build.TrainConfig.steps if args.steps is None else args.steps
     if steps < 1:
-        raise _BadInput(f"--steps {steps}: must be at least 1")
+        raise BadInput(f"--steps {steps}: must be at least 1")
     if args.threads:
         import torch
 
@@ -150,22 +149,24 @@ def _zoo(args) -> int:
 
 
 def _data(args) -> int:
-    from ccq_eval import suite_lm
-    from ccq_eval.data import longbench, longppl
+    from ccq_eval.suites.lm import data as lm_data
+    from ccq_eval.suites.longbench import data as longbench
+    from ccq_eval.suites.longbench.tasks import TASKS
+    from ccq_eval.suites.longppl import corpora
 
-    module, known = {"longppl": (longppl, longppl.CORPORA), "longbench": (longbench, longbench.TASKS),
-                     "lm": (suite_lm, suite_lm.METRICS)}[args.suite]
+    module, known = {"longppl": (corpora, corpora.CORPORA), "longbench": (longbench, TASKS),
+                     "lm": (lm_data, lm_data.METRICS)}[args.suite]
     corpora = args.corpora.split(",") if args.corpora else None
     unknown = [c for c in corpora or [] if c not in known]
     if unknown:
-        raise _BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
+        raise BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
     for done in module.fetch(corpora):
         print(f"fetched {done}")
     return 0
 
 
 def _run(args) -> int:
-    from ccq_eval.runner import RunRequest, run_suite
+    from ccq_eval.run import RunRequest, run_suite
 
     request = RunRequest(
         model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
@@ -174,7 +175,7 @@ def _run(args) -> int:
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
         engine=args.engine, shard=args.shard)
     if args.batch_size < 1:
-        raise _BadInput(f"--batch-size {args.batch_size}: must be at least 1")
+        raise BadInput(f"--batch-size {args.batch_size}: must be at least 1")
     return run_suite(request)
 
 
@@ -184,7 +185,7 @@ def _runs(args) -> int:
     store = Store(args.store, readonly=args.delete is None)
     if args.delete:
         if not store.delete_run(args.delete):
-            raise _BadInput(f"--delete {args.delete!r}: no run with that id in {args.store} (see ccq-eval runs)")
+            raise BadInput(f"--delete {args.delete!r}: no run with that id in {args.store} (see ccq-eval runs)")
         print(f"deleted run {args.delete}")
         return 0
     rows = store.query("SELECT r.id, r.label, r.started, r.status, COUNT(u.id) AS units, "
@@ -197,12 +198,13 @@ def _runs(args) -> int:
 
 
 def _tables(args) -> int:
-    from ccq_eval.render import EXTENSIONS, TABLES, render_table
+    from ccq_eval.report.formats import EXTENSIONS
     from ccq_eval.store import Store
+    from ccq_eval.views import render_table, table_names
 
-    names = TABLES if args.table == "all" else (args.table,)
-    if any(name not in TABLES for name in names):
-        raise _BadInput(f"--table {args.table!r}: unknown; available: {', '.join(TABLES)}, all")
+    names = table_names() if args.table == "all" else (args.table,)
+    if any(name not in table_names() for name in names):
+        raise BadInput(f"--table {args.table!r}: unknown; available: {', '.join(table_names())}, all")
     store = Store(args.store, readonly=True)
     out = Path(args.out)
     for name in names:
@@ -211,7 +213,7 @@ def _tables(args) -> int:
                                     strict=args.table != "all",
                                     average=args.average.split(",") if args.average else None)
         except ValueError as exc:
-            raise _BadInput(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
         if rendered is None:
             print(f"table {name}: nothing in {args.store} to show yet (skipped)")
             continue
@@ -224,13 +226,14 @@ def _tables(args) -> int:
 
 
 def _curves(args) -> int:
-    from ccq_eval.render import FIGURES, draw_figure, write_figure
+    from ccq_eval.report.figures import write_figure
     from ccq_eval.store import Store
+    from ccq_eval.views import draw_figure, figure_names
 
-    if args.figure is not None and args.figure not in FIGURES:
-        raise _BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(FIGURES)}")
+    if args.figure is not None and args.figure not in figure_names():
+        raise BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(figure_names())}")
     store = Store(args.store, readonly=True)
-    for name in [args.figure] if args.figure else FIGURES:
+    for name in [args.figure] if args.figure else figure_names():
         fig = draw_figure(store, name)
         if fig is None:
             if args.figure:
@@ -241,15 +244,6 @@ def _curves(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ccq_eval.data.haystack import HaystackError
-    from ccq_eval.data.longbench import LongBenchError
-    from ccq_eval.data.longppl import CorpusError
-    from ccq_eval.suite_lm import LmDataError
-    from ccq_eval.data.sniah import SniahError
-    from ccq_eval.models.loading import ModelLoadError
-    from ccq_eval.store import StoreError, StoreWriteError
-    from ccq_eval.suites import SuiteError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
@@ -261,11 +255,10 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
             return 2
         return handler(args)
-    except (_BadInput, SuiteError, StoreError, ModelLoadError, HaystackError, SniahError, CorpusError,
-            LongBenchError, LmDataError) as exc:
+    except BadInput as exc:  # every input error of every suite derives from it
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
-    except StoreWriteError as exc:  # mid-run: finished units are kept, the failed write left nothing
+    except StoreWriteFailure as exc:  # mid-run: finished units are kept, the failed write left nothing
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 1
 

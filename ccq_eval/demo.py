@@ -1,9 +1,9 @@
 """`make demo`: the shipped tiny zoo through the real pipeline, offline, on a laptop CPU.
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 8x beyond it,
-50 samples per cell, and on long-context perplexity over three shipped corpora (data/longppl.py
-SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation, and Python's
-reference manual and standard-library source, text the zoo has never seen). A
+50 samples per cell, and on long-context perplexity over three shipped corpora (the longppl
+suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation, and
+Python's reference manual and standard-library source, text the zoo has never seen). A
 training-free CCQ sweep (lambda 0.1, 0.3, 1 with Sigma scaled by its trace; lambda 0 is the plain
 model) runs on the plain GLA and GDN, on perplexity and on S-NIAH-1 at 1K and 4K. Every number goes to one store; the tables (with 95%
 intervals, and mean ± sd over the three GLA / CCQ-GLA seeds) and the curves are rendered from it.
@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccq_eval.suites import parse_lengths
+from ccq_eval.suites.base import parse_lengths
 
 DEFAULT_OUT = "results/demo"
 LENGTHS = "1k,2k,4k,8k"  # the zoo's training length (1024 bytes) up to 8x beyond it

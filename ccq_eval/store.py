@@ -15,6 +15,8 @@ from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ccq_eval.errors import BadInput, StoreWriteFailure
+
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 60_000
 
@@ -48,11 +50,11 @@ CREATE INDEX samples_by_unit ON samples (unit_id);
 TABLES = ("runs", "units", "metrics", "samples")
 
 
-class StoreError(ValueError):
+class StoreError(BadInput):
     """A store that cannot be opened or written; the message names the file and the fix."""
 
 
-class StoreWriteError(RuntimeError):
+class StoreWriteError(StoreWriteFailure):
     """A write that failed mid-run (disk full, store turned read-only): the transaction was rolled
     back, so the store holds only whole units; the message names the file and the fix."""
 

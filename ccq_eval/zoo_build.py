@@ -93,15 +93,15 @@ class Batches:
     """The shared, seeded stream of training batches: step s always yields the same tokens."""
 
     def __init__(self, config: TrainConfig):
-        from ccq_eval.data.haystack import DEFAULT_HAYSTACK
+        from ccq_eval.data import SHIPPED_ESSAYS
 
         self.config = config
         self.tokenizer = byte_tokenizer()
-        self.essays = self.tokenizer(DEFAULT_HAYSTACK.read_text(), add_special_tokens=False)["input_ids"]
+        self.essays = self.tokenizer(SHIPPED_ESSAYS.read_text(), add_special_tokens=False)["input_ids"]
 
     def needle_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
         """The document's tokens and how many trailing tokens are the answer (digits and full stop)."""
-        from ccq_eval.data import sniah
+        from ccq_eval.suites.sniah import data as sniah
 
         record = sniah.generate("sniah_1", self.tokenizer, length, 1, seed=rng.randrange(1 << 30), haystack=None)[0]
         answer = record["outputs"][0] + "."

@@ -45,3 +45,19 @@ class OracleLM(LM):
 
 if "ccq-test-oracle" not in MODEL_REGISTRY:
     register_model("ccq-test-oracle")(OracleLM)
+
+
+def oracle_loader(tokenizer_dir, wrong=False):
+    """An evaluand loader for the runner: the oracle LM with the byte tokenizer."""
+    import torch
+
+    from ccq_eval.run import Evaluand
+    from tests.helpers import byte_tokenizer
+
+    def load(request, max_length):
+        provenance = {"weights_sha256": f"oracle-{wrong}", "config": {"model_type": "oracle", "wrong": wrong},
+                      "dtype": "none", "device": "cpu", "ccq_overrides": {},
+                      "versions": {"torch": torch.__version__}}
+        return Evaluand(lm=OracleLM(wrong=wrong), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
+                        provenance=provenance)
+    return load

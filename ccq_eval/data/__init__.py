@@ -1,0 +1,7 @@
+"""Shared data plumbing: the frozen cache (cache.py), JSONL reading (jsonl.py), offline HF access
+(offline.py), and the text shipped with the package (text/)."""
+
+from pathlib import Path
+
+# CC0 essays written for ccq-eval: S-NIAH-2/3's default haystack, longppl's "essays" corpus, the zoo's text
+SHIPPED_ESSAYS = Path(__file__).resolve().parent / "text" / "essays.txt"

@@ -3,8 +3,6 @@
 Importing this package registers ``ccq_gla`` and ``ccq_gated_deltanet`` with transformers' Auto classes.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
-
 from ccq_eval.models.ccq import CCQState, contract_query, contract_query_step, naive_contract_query
 from ccq_eval.models.ccq_gated_deltanet import (
     CCQGatedDeltaNet,
@@ -15,15 +13,10 @@ from ccq_eval.models.ccq_gated_deltanet import (
 from ccq_eval.models.ccq_gla import CCQGatedLinearAttention, CCQGLAConfig, CCQGLAForCausalLM, CCQGLAModel
 from ccq_eval.models.ccq_read import CCQSettings
 from ccq_eval.models.cpu_backend import install_cpu_backend
+from ccq_eval.models.families import register_families
 from ccq_eval.models.loading import LoadedModel, ModelLoadError, load_model
 
-for _config, _model, _lm in (
-    (CCQGLAConfig, CCQGLAModel, CCQGLAForCausalLM),
-    (CCQGatedDeltaNetConfig, CCQGatedDeltaNetModel, CCQGatedDeltaNetForCausalLM),
-):
-    AutoConfig.register(_config.model_type, _config, exist_ok=True)
-    AutoModel.register(_config, _model, exist_ok=True)
-    AutoModelForCausalLM.register(_config, _lm, exist_ok=True)
+register_families()
 
 __all__ = [
     "CCQGLAConfig", "CCQGLAForCausalLM", "CCQGLAModel", "CCQGatedDeltaNet", "CCQGatedDeltaNetConfig",

@@ -143,17 +143,3 @@ def install_cpu_backend() -> None:
             continue
         _set(container, key, _dispatcher(current, target.replacement, target.qualname))
     _INSTALLED = True
-
-
-def uninstall_cpu_backend() -> None:
-    """Restore fla's originals (for tests that compare against the untouched library)."""
-    global _INSTALLED
-    for target in PATCHES:
-        container, key, current = _resolve(target)
-        if getattr(current, "ccq_cpu_replacement", None) is not None:
-            _set(container, key, current.ccq_cpu_original)
-    _INSTALLED = False
-
-
-def cpu_backend_installed() -> bool:
-    return _INSTALLED

@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ccq_eval.errors import BadInput
+
 SUPPORTED_MODEL_TYPES = ("gla", "gated_deltanet", "transformer", "ccq_gla", "ccq_gated_deltanet")
 CCQ_FAMILY_OF = {"gla": "ccq_gla", "gated_deltanet": "ccq_gated_deltanet",
                  "ccq_gla": "ccq_gla", "ccq_gated_deltanet": "ccq_gated_deltanet"}
@@ -32,7 +34,7 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
 
 
-class ModelLoadError(ValueError):
+class ModelLoadError(BadInput):
     """A checkpoint that cannot be loaded as given; the message says what to do."""
 
 
@@ -124,7 +126,9 @@ def _pick_dtype(dtype, device: torch.device) -> torch.dtype:
 def _build_config(path: Path, raw: dict, ccq_overrides: dict | None):
     from transformers import AutoConfig
 
-    import ccq_eval.models  # noqa: F401  (registers the CCQ families)
+    from ccq_eval.models.families import register_families
+
+    register_families()
 
     if not ccq_overrides:
         return AutoConfig.from_pretrained(path, trust_remote_code=False)

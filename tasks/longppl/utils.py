@@ -1,6 +1,6 @@
-"""Thin shims: lm-eval calls these; the work is in ccq_eval.data.longppl_task."""
+"""Thin shims: lm-eval calls these; the work is in ccq_eval.suites.longppl."""
 
-from ccq_eval.data.longppl_task import dataset_for_corpus, process_results, token_perplexity  # noqa: F401
+from ccq_eval.suites.longppl.plugin import dataset_for_corpus, process_results, token_perplexity  # noqa: F401
 
 
 def longppl_govreport(**metadata):

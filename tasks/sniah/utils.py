@@ -1,7 +1,7 @@
-"""Thin shims: lm-eval calls these; the work is in ccq_eval.data.sniah and ccq_eval.scoring."""
+"""Thin shims: lm-eval calls these; the work is in ccq_eval.suites.sniah."""
 
-from ccq_eval.data.sniah_task import dataset_for_task
-from ccq_eval.scoring import sniah_process_results as process_results  # noqa: F401
+from ccq_eval.suites.sniah.plugin import dataset_for_task
+from ccq_eval.suites.sniah.scoring import process_results  # noqa: F401
 
 
 def sniah_1(**metadata):

@@ -1,0 +1,50 @@
+"""What every figure shares: matplotlib without a display, one colour per label across figures,
+the training length a model's config records, and writing PNG + PDF."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ccq_eval.store import Store
+
+TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def label_colours(store: Store) -> dict[str, tuple]:
+    """One colour per label, fixed across every figure drawn from this store (sorted label order)."""
+    import matplotlib
+
+    labels = sorted(r["label"] for r in store.query("SELECT DISTINCT label FROM runs"))
+    tab20 = matplotlib.colormaps["tab20"].colors
+    palette = tab20[0::2] + tab20[1::2] + matplotlib.colormaps["Dark2"].colors  # 10 strong, then their light shades
+    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+
+
+def training_lengths(store: Store) -> dict[str, int]:
+    """label -> training context length, when the model's config records one."""
+    found = {}
+    for row in store.query("SELECT label, model_config FROM runs"):
+        config = json.loads(row["model_config"])
+        for key in TRAINING_LENGTH_KEYS:
+            if isinstance(config.get(key), int):
+                found[row["label"]] = config[key]
+    return found
+
+
+def write_figure(fig, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    return paths

@@ -1,0 +1,62 @@
+"""One table, three formats: CSV (numbers, interval bounds as columns), LaTeX (pandas Styler,
+booktabs, best in bold, escaped) and Markdown (pipe table, best in bold, escaped)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
+
+
+def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
+    """Best value per column; higher_is_better may be one flag or one per column."""
+    direction = higher_is_better if isinstance(higher_is_better, dict) else {c: higher_is_better for c in values.columns}
+    best = pd.Series({c: (values[c].max() if direction.get(c, True) else values[c].min()) for c in values.columns})
+    return values.eq(best) & values.notna()
+
+
+def escape_markdown(text: str) -> str:
+    return "".join("\\" + ch if ch in "\\|*_`[]<>#" else ch for ch in str(text))
+
+
+def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
+             higher_is_better: bool | dict = True) -> str:
+    """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
+    mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
+    cells = cells.rename_axis(index=None, columns=None)
+    styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
+    styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
+    return styler.to_latex(hrules=True, caption=caption, column_format="l" + "r" * len(cells.columns))
+
+
+def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool | dict = True) -> str:
+    mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
+    shown = cells.copy().astype(object)
+    for i in range(shown.shape[0]):
+        for j in range(shown.shape[1]):
+            if mask.iat[i, j]:
+                shown.iat[i, j] = f"**{shown.iat[i, j]}**"
+    shown.index = [escape_markdown(x) for x in shown.index]
+    shown.columns = [escape_markdown(x) for x in shown.columns]
+    shown.index.name = "label"
+    return shown.to_markdown(tablefmt="pipe")
+
+
+def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None) -> str:
+    frame = values.copy()
+    if low is not None:
+        for column in values.columns:
+            frame[f"{column} ci_low"], frame[f"{column} ci_high"] = low[column], high[column]
+    frame.index.name = "label"
+    return frame.to_csv(float_format="%.4g")
+
+
+def number_cells(values: pd.DataFrame, digits: int = 2, signed_rows=()) -> pd.DataFrame:
+    """Each number as text with ``digits`` decimals ("–" when missing; a sign on delta rows)."""
+    def cell(label, v):
+        if pd.isna(v):
+            return "–"
+        return f"{v:+.{digits}f}" if label in signed_rows else f"{v:.{digits}f}"
+
+    return pd.DataFrame([[cell(label, v) for v in row] for label, row in zip(values.index, values.values)],
+                        index=values.index, columns=values.columns)

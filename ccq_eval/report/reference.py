@@ -1,0 +1,41 @@
+"""Reported rows (results/reference/<table>.csv, shipped as ccq_eval.reference) and delta rows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+REPORTED = " (reported)"
+
+
+def reference_rows(table: str) -> pd.DataFrame:
+    """The reported numbers for a table, one row per source and model, labelled '(reported)'."""
+    import importlib.resources
+
+    path = importlib.resources.files("ccq_eval.reference") / f"{table}.csv"
+    if not path.is_file():
+        return pd.DataFrame()
+    ref = pd.read_csv(path)
+    short = ref.source.str.split(",").str[0]
+    ref["label"] = ref.model + " [" + short + "]" + REPORTED
+    return ref.pivot_table(index="label", columns="column", values="value", sort=False)
+
+
+def with_rows(values: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows, then reference rows, on the union of their columns (measured columns first)."""
+    if ref.empty:
+        return values
+    columns = list(values.columns) + [c for c in ref.columns if c not in values.columns]
+    return pd.concat([values.reindex(columns=columns), ref.reindex(columns=columns)])
+
+
+def with_deltas(values: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Adds a 'label − baseline' row per measured label, as the paper's text quotes its deltas."""
+    if baseline not in values.index:
+        raise ValueError(f"--baseline {baseline!r}: no such label in the table; labels: {', '.join(values.index)}")
+    deltas = {}
+    for label in values.index:
+        if label == baseline or label.endswith(REPORTED):
+            continue
+        deltas[f"{label} − {baseline}"] = values.loc[label] - values.loc[baseline]
+    frame = pd.DataFrame(deltas).T.reindex(columns=values.columns)
+    return pd.concat([values, frame]) if not frame.empty else values

@@ -1,0 +1,80 @@
+"""A table as a suite builds it (``Table``) and its rendering into every format (``render``):
+reference rows, baseline deltas, intervals in the cells, bold best per column, escaping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ccq_eval.report.formats import number_cells, to_csv, to_latex, to_markdown
+from ccq_eval.report.reference import with_deltas, with_rows
+
+
+@dataclass
+class TableOptions:
+    ci: bool = False
+    reference: bool = False
+    baseline: str | None = None
+    strict: bool = True  # False (tables --table all): a baseline missing from this table is skipped
+    average: list[str] | None = None  # the lm table's averaged tasks
+
+
+@dataclass
+class Table:
+    values: pd.DataFrame  # measured rows: label x column
+    caption: str
+    digits: int = 2
+    higher_is_better: Callable[[str], bool] = lambda column: True
+    reference: pd.DataFrame = field(default_factory=pd.DataFrame)  # reported rows (with options.reference)
+    low: pd.DataFrame | None = None  # 95% bounds: cells "v [low, high]", CSV columns
+    high: pd.DataFrame | None = None
+    stderr: pd.DataFrame | None = None  # cells "v ± 1.96 se" (lm-eval's standard errors)
+    paired: dict = field(default_factory=dict)  # (delta row, column) -> (delta, half-width)
+
+
+def render(table: Table, options: TableOptions) -> dict[str, str] | None:
+    """{format: text} for every format, or None when there is nothing to show. Reference rows render
+    even when the store has no measured rows for the table."""
+    measured = table.values
+    values = with_rows(measured, table.reference) if options.reference else measured
+    if values.empty:
+        return None
+    signed = ()
+    baseline = options.baseline
+    if baseline is not None and (options.strict or baseline in values.index):
+        with_delta = with_deltas(values, baseline)
+        signed = [label for label in with_delta.index if label not in values.index]
+        values = with_delta
+    digits = table.digits
+    cells = number_cells(values, digits, signed)
+    low, high = (table.low, table.high) if options.ci else (None, None)
+    if low is not None:  # "value [low, high]"
+        for label in measured.index:
+            for column in measured.columns:
+                if not pd.isna(measured.at[label, column]) and not pd.isna(low.at[label, column]):
+                    cells.at[label, column] = (f"{measured.at[label, column]:.{digits}f} "
+                                               f"[{low.at[label, column]:.{digits}f}, {high.at[label, column]:.{digits}f}]")
+    if options.ci and table.stderr is not None:  # 95% normal intervals from standard errors
+        stderr = table.stderr
+        for label in measured.index:
+            for column in measured.columns:
+                value = measured.at[label, column]
+                se = stderr.at[label, column] if column in stderr.columns else None
+                if not pd.isna(value) and se is not None and not pd.isna(se):
+                    cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
+    for (label, column), (delta, half) in (table.paired if options.ci else {}).items():
+        if label in cells.index and column in cells.columns:
+            cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
+    ranked = values.drop(index=list(signed))
+    csv_low = csv_high = None
+    if low is not None:
+        csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
+                             high.reindex(index=values.index, columns=values.columns))
+        if csv_low.isna().all().all():
+            csv_low = csv_high = None  # no interval could be formed (e.g. one sequence per corpus)
+    direction = {c: table.higher_is_better(c) for c in values.columns}
+    return {"csv": to_csv(values, csv_low, csv_high),
+            "latex": to_latex(ranked, cells, table.caption, higher_is_better=direction),
+            "md": to_markdown(ranked, cells, higher_is_better=direction)}

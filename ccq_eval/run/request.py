@@ -1,0 +1,79 @@
+"""What a user asks for (RunRequest), and what follows from it alone: label, CCQ overrides, shard."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ccq_eval.suites.base import SuiteError
+
+
+@dataclass
+class RunRequest:
+    model: str
+    suite: str
+    tasks: str | None = None
+    lengths: str | None = None
+    samples: int | None = None
+    label: str | None = None
+    store: str = "results/ccq.db"
+    data_dir: str | None = None
+    haystack: str | None = None
+    seed: int = 0
+    device: str = "auto"
+    dtype: str | None = None
+    batch_size: int = 1
+    force: bool = False
+    dry_run: bool = False
+    allow_pickle: bool = False
+    ccq_lambda: float | None = None
+    ccq_sigma_scale: str | None = None
+    engine: str | None = None  # longppl: one-pass (default) or lm-eval
+    shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
+    command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        index, count = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise SuiteError(f"--shard {text!r}: expected i/n, e.g. 0/4 (0-based, as SLURM array ids)") from None
+    if count < 1 or not 0 <= index < count:
+        raise SuiteError(f"--shard {text!r}: need 0 <= i < n")
+    return index, count
+
+
+def select_shard(units: list, shard: tuple[int, int] | None) -> list:
+    """Whole (suite, task) groups go round-robin to shards, in planning order (deterministic; a
+    longppl corpus's lengths share one pass, so they stay together)."""
+    if shard is None:
+        return units
+    index, count = shard
+    groups = list(dict.fromkeys((u.suite, u.task) for u in units))
+    mine = {g for j, g in enumerate(groups) if j % count == index}
+    return [u for u in units if (u.suite, u.task) in mine]
+
+
+def ccq_overrides(request: RunRequest) -> dict:
+    overrides = {}
+    if request.ccq_lambda is not None:
+        overrides.update(ccq_fixed_lambda=float(request.ccq_lambda), ccq_sigma_scale=request.ccq_sigma_scale or "trace")
+    elif request.ccq_sigma_scale is not None:
+        overrides["ccq_sigma_scale"] = request.ccq_sigma_scale
+    return overrides
+
+
+def default_label(request: RunRequest) -> str:
+    if request.label:
+        return request.label
+    name = request.model[4:] if request.model.startswith("zoo:") else Path(request.model.rstrip("/")).name
+    overrides = ccq_overrides(request)
+    if "ccq_fixed_lambda" in overrides:
+        name += f"+ccq{overrides['ccq_fixed_lambda']:g}"
+        if overrides["ccq_sigma_scale"] != "trace":
+            name += f"-{overrides['ccq_sigma_scale']}"
+    return name

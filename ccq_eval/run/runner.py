@@ -1,0 +1,193 @@
+"""Plans a run's units (suite x task x context length), skips those already complete in the store,
+has each suite's driver evaluate the rest, and writes each unit in one transaction when it ends.
+
+The runner knows suites only through the interface in suites/base.py and the registry. Everything
+that can be wrong with the input (suite, flags, data, store, checkpoint, a length too small for the
+prompt) is checked before the first write: bad input leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+from ccq_eval.run.evaluand import Evaluand, load_evaluand
+from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
+from ccq_eval.run.units import metric_row, unit_key
+from ccq_eval.store import Store, now
+from ccq_eval.suites import ALL_ORDER, get_suite
+from ccq_eval.suites.base import Suite, SuiteError, parse_lengths, parse_tasks
+from ccq_eval.suites.outcomes import Unit, UnitOutcome
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class SuitePlan:
+    """One suite of a run: its tasks, lengths, samples and driver. Drivers read these (and the
+    run's request, evaluand and metric rows) from here."""
+
+    def __init__(self, runner: "SuiteRunner", suite: Suite):
+        r = runner.request
+        self.runner, self.suite, self.request = runner, suite, r
+        self.tasks = parse_tasks(suite, r.tasks)
+        self.lengths = (suite.default_lengths if suite.fixed_lengths or not r.lengths else parse_lengths(r.lengths))
+        self.samples = r.samples if r.samples is not None else suite.default_samples
+        if self.samples is not None and self.samples <= 0:
+            raise SuiteError(f"--samples {self.samples}: must be a positive count")
+        self.driver = suite.driver(self)
+
+    @property
+    def evaluand(self) -> Evaluand:
+        return self.runner.evaluand
+
+    def metric(self, name: str, value: float, **extra) -> dict:
+        return metric_row(self.runner.label, self.request.model, name, value, **extra)
+
+
+class SuiteRunner:
+    """Runs one RunRequest. ``evaluand_loader`` is injectable (tests use scripted LMs)."""
+
+    def __init__(self, request: RunRequest, evaluand_loader: Callable[[RunRequest, int], Evaluand] = load_evaluand,
+                 out=print):
+        self.request = request
+        self.load = evaluand_loader
+        self.out = out
+
+    # --- planning (no writes) ---------------------------------------------------------------------
+
+    def prepare(self):
+        r = self.request
+        if r.suite == "all":
+            if r.tasks or r.lengths:
+                raise SuiteError("--suite all runs every suite with its default tasks and lengths; "
+                                 "drop --tasks / --lengths, or run one suite")
+            self.plans = [SuitePlan(self, get_suite(name)) for name in ALL_ORDER]
+        else:
+            self.plans = [SuitePlan(self, get_suite(r.suite))]
+        for plan in self.plans:
+            plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
+        self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
+        self.label = default_label(r)
+        for plan in self.plans:
+            plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
+        shard = parse_shard(r.shard)
+        self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
+        self.units = select_shard([unit for plan in self.plans for unit in self.plan(plan)], shard)
+        return self
+
+    def plan(self, plan: SuitePlan) -> list[Unit]:
+        prov = self.evaluand.provenance
+        units = []
+        for task in plan.tasks:
+            for length in plan.lengths:
+                settings, data_key = plan.driver.unit_settings(task, length)
+                settings = {"samples": plan.samples, "seed": self.request.seed, "dtype": prov["dtype"],
+                            "batch_size": self.request.batch_size, **settings}
+                key = unit_key(prov, plan.suite.name, task, length, settings, data_key)
+                units.append(Unit(plan.suite.name, task, length, settings, data_key, key))
+        return units
+
+    # --- running ------------------------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        return getattr(self.evaluand.lm, "rank", 0)
+
+    def _task_groups(self, todo: list[Unit]):
+        """(plan, units of one task) in planning order: a driver runs one task's units together."""
+        for plan in self.plans:
+            for task in plan.tasks:
+                task_units = [u for u in todo if u.suite == plan.suite.name and u.task == task]
+                if task_units:
+                    yield plan, task_units
+
+    def run(self) -> int:
+        done = self.store.complete_unit_keys()
+        todo = [u for u in self.units if self.request.force or u.unit_key not in done]
+        if self.rank != 0:  # data-parallel helper: evaluates its share of every unit; rank 0 writes
+            for plan, task_units in self._task_groups(todo):
+                for _ in plan.driver.run_units(task_units):
+                    pass
+            return 0
+        if self.request.dry_run:
+            self.out(f"{'task':<20}{'length':>8}  state")
+            for u in self.units:
+                self.out(f"{u.task:<20}{u.context_length:>8}  {'to run' if u in todo else 'done (skipped)'}")
+            self.out(f"{len(todo)} to run, {len(self.units) - len(todo)} already complete in {self.request.store}")
+            return 0
+        if not todo:
+            self.out(f"all {len(self.units)} units already complete in {self.request.store} (--force reruns them)")
+            return 0
+        run_id = self.store.begin_run(self._run_record())
+        results = []
+        try:
+            for plan, task_units in self._task_groups(todo):
+                started = now()
+                for unit, outcome in plan.driver.run_units(task_units):
+                    results.append((unit, self._write(run_id, unit, outcome, started)))
+                    started = now()
+        except KeyboardInterrupt:
+            self.store.finish_run(run_id, "interrupted")
+            finished = ", ".join(f"{u.task}@{u.context_length}" for u, _ in results) or "none"
+            self.out(f"interrupted; finished units: {finished}. Rerun the same command to resume.")
+            return 130
+        failed = [u for u, res in results if res["status"] == "failed"]
+        self.store.finish_run(run_id, "failed" if failed else "complete")
+        self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
+        return 1 if failed else 0
+
+    def _run_record(self) -> dict:
+        import lm_eval
+
+        prov = self.evaluand.provenance
+        r = self.request
+        return {
+            "label": self.label, "model_spec": r.model, "weights_sha256": prov["weights_sha256"],
+            "model_config": prov["config"], "ccq_overrides": prov.get("ccq_overrides", {}), "dtype": prov["dtype"],
+            "device": prov["device"], "batch_size": r.batch_size, "seeds": {"seed": r.seed},
+            "command_line": r.command_line, "versions": {**prov["versions"], "lm_eval": lm_eval.__version__},
+            "git_sha": git_sha(),
+        }
+
+    def _write(self, run_id: str, unit: Unit, outcome: UnitOutcome, started: str) -> dict:
+        record = {"run_id": run_id, "suite": unit.suite, "task": unit.task, "context_length": unit.context_length,
+                  "unit_key": unit.unit_key, "started": started, "status": outcome.status, "reason": outcome.reason,
+                  "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
+        if outcome.status != "complete":
+            self.store.write_unit(record, [], [])
+            return {"status": "failed", "reason": outcome.reason}
+        if outcome.raw is not None:
+            self._save_raw(run_id, unit, outcome.raw)
+        unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples)
+        primary = next(m["value"] for m in outcome.metrics if m.get("is_primary"))
+        return {"status": "complete", "unit_id": unit_id, "score": primary}
+
+    def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
+        if self.request.store.startswith("file:"):
+            return
+        folder = Path(self.request.store).resolve().parent / "raw" / run_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{unit.task}-{unit.context_length}.json").write_text(json.dumps(raw, indent=1, default=str))
+
+    def _summary(self, results, skipped: int, run_id: str) -> None:
+        self.out(f"\nrun {run_id} ({self.label}) -> {self.request.store}")
+        self.out(f"{'task':<20}{'length':>8}  {'status':<9}{'primary':>11}")
+        for unit, res in results:
+            score = f"{res['score']:.2f}" if res["status"] == "complete" else ""
+            self.out(f"{unit.task:<20}{unit.context_length:>8}  {res['status']:<9}{score:>11}"
+                     + (f"  {res['reason']}" if res["status"] == "failed" else ""))
+        if skipped:
+            self.out(f"({skipped} units already complete, skipped)")
+
+
+def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:
+    return SuiteRunner(request, evaluand_loader, out).prepare().run()

@@ -1,0 +1,103 @@
+"""The suite interface the runner knows, and the parsing of the flags every suite shares.
+
+A ``Suite`` is what only that suite knows, as data (task ids, default lengths and samples, display
+names) and two factories it imports lazily (its driver; its tables and figures), so that reading the
+registry costs nothing. A ``Driver`` evaluates the units the runner plans for it:
+
+    check_inputs()            data present and well-formed (before the model loads)
+    max_length()              the budget its LM wrapper needs
+    check_with_tokenizer()    what needs the model's tokenizer (lengths prompts cannot fill, ...)
+    unit_settings(task, L)    (settings, data key): every input of the unit's identity
+    run_units(units)          yields (unit, UnitOutcome) for one task's units
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Protocol
+
+from ccq_eval.errors import BadInput
+
+
+class SuiteError(BadInput):
+    """A suite, task or flag value that does not exist; the message says what does."""
+
+
+class Driver(Protocol):
+    def check_inputs(self) -> None: ...
+
+    def max_length(self) -> int: ...
+
+    def check_with_tokenizer(self) -> None: ...
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]: ...
+
+    def run_units(self, units: list) -> Iterator[tuple[object, object]]: ...
+
+
+@dataclass(frozen=True)
+class Suite(ABC):
+    name: str
+    tasks: tuple[str, ...]  # task ids, as stored in the store and named in tasks/
+    default_lengths: tuple[int, ...]
+    default_samples: int | None  # None: every example
+    display: dict[str, str] = field(default_factory=dict)  # task id -> the paper's abbreviation
+    fixed_lengths: bool = False  # the suite ignores --lengths (lm: lm-eval's own window)
+    extra_tasks: tuple[str, ...] = ()  # accepted by --tasks, not run by default (not the paper's)
+
+    def short(self, task: str) -> str:
+        return task.removeprefix(f"{self.name}_")
+
+    @property
+    def all_tasks(self) -> tuple[str, ...]:
+        return self.tasks + self.extra_tasks
+
+    @abstractmethod
+    def driver(self, plan) -> Driver:
+        """The driver for one run of this suite (``plan``: tasks, lengths, samples, request, evaluand)."""
+
+    def tables(self) -> dict[str, Callable]:
+        """table name -> builder(frame, store, options) -> report.Table | None"""
+        return {}
+
+    def figures(self) -> dict[str, Callable]:
+        """figure name -> draw(store) -> matplotlib Figure | None"""
+        return {}
+
+
+_LENGTH = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """'1k,2k,4096' -> (1024, 2048, 4096); k means 1024 tokens of the model's tokenizer."""
+    lengths = []
+    for part in text.split(","):
+        match = _LENGTH.match(part)
+        if not match or int(match.group(1)) == 0:
+            raise SuiteError(f"--lengths {text!r}: {part.strip()!r} is not a length; use positive token counts "
+                             "like 1k,2k,4096 (k = 1024)")
+        lengths.append(int(match.group(1)) * (1024 if match.group(2) else 1))
+    if len(set(lengths)) != len(lengths):
+        raise SuiteError(f"--lengths {text!r}: a length is repeated")
+    return tuple(sorted(lengths))
+
+
+def parse_tasks(suite: Suite, text: str | None) -> tuple[str, ...]:
+    """A comma list of task ids; the short form without the suite prefix is accepted too."""
+    if not text:
+        return suite.tasks
+    chosen = []
+    for part in (p.strip() for p in text.split(",")):
+        task = part if part in suite.all_tasks else f"{suite.name}_{part}"
+        if task not in suite.all_tasks:
+            raise SuiteError(f"--tasks: {part!r} is not a task of suite {suite.name!r}; "
+                             f"tasks: {', '.join(suite.all_tasks)}")
+        if task not in chosen:
+            chosen.append(task)
+    return tuple(chosen)
+
+
+def format_length(tokens: int) -> str:
+    return f"{tokens // 1024}K" if tokens % 1024 == 0 else str(tokens)

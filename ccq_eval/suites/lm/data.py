@@ -1,0 +1,87 @@
+"""The lm suite's tasks and their data: lm-eval's own task configs, read offline from a local folder
+(DATA_DIR/lm/<task>.jsonl, the HF records of the split the task scores) or the HF datasets cache;
+``ccq-eval data fetch lm`` fills that cache where the network is reachable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ccq_eval.data.offline import offline
+from ccq_eval.errors import BadInput
+
+# task -> (metrics to store, the primary one); accuracies are stored x100
+METRICS = {
+    "wikitext": (("word_perplexity",), "word_perplexity"),
+    "lambada_openai": (("perplexity", "acc"), "acc"),
+    "piqa": (("acc", "acc_norm"), "acc"),
+    "hellaswag": (("acc", "acc_norm"), "acc_norm"),
+    "winogrande": (("acc",), "acc"),
+    "arc_easy": (("acc", "acc_norm"), "acc"),
+    "arc_challenge": (("acc", "acc_norm"), "acc_norm"),
+    "social_iqa": (("acc",), "acc"),
+    "boolq": (("acc",), "acc"),
+}
+PERPLEXITIES = {"word_perplexity", "perplexity"}
+FETCH_COMMAND = "ccq-eval data fetch lm"
+
+
+class LmDataError(BadInput):
+    """A zero-shot dataset that is not available offline; the message names it and the fix."""
+
+
+@lru_cache(maxsize=None)
+def task_config(task: str) -> dict:
+    """lm-eval's full config for one of its tasks (includes and !function tags resolved)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    from ccq_eval.lm.harness import builtin_tasks
+
+    return load_yaml(builtin_tasks().task_index[task].yaml_path, resolve_func=True)
+
+
+def scored_split(config: dict) -> str:
+    return config.get("test_split") or config.get("validation_split")
+
+
+def local_file(task: str, data_dir: str | None) -> Path | None:
+    path = Path(data_dir) / "lm" / f"{task}.jsonl" if data_dir else None
+    return path if path and path.exists() else None
+
+
+def cached(task: str) -> bool:
+    import datasets
+
+    config = task_config(task)
+    try:
+        with offline():
+            datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+        return True
+    except Exception:  # noqa: BLE001 - any failure to read it offline means "not available"
+        return False
+
+
+def fetch(tasks: list[str] | None = None, progress=print) -> list[str]:
+    """Fill the HF datasets cache with each task's dataset (run where the network is reachable)."""
+    import datasets
+
+    done = []
+    for task in tasks or list(METRICS):
+        config = task_config(task)
+        progress(f"fetching {task}: {config['dataset_path']} ({config.get('dataset_name')}) split {scored_split(config)}")
+        datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+        done.append(task)
+    return done
+
+
+def records_dataset(path: Path):
+    import datasets
+
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return datasets.Dataset.from_list(records)
+
+
+def sha256(path: Path | None) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path else None

@@ -1,0 +1,67 @@
+"""The lm suite's driver: lm-eval's own zero-shot tasks, 0-shot, unchanged, with their data offline."""
+
+from __future__ import annotations
+
+from ccq_eval.data.offline import offline
+from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, local_file,
+                                     records_dataset, sha256, task_config)
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+
+CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the other items are short
+
+
+class LmDriver:
+    def __init__(self, runner):
+        self.runner = runner
+
+    def check_inputs(self) -> None:
+        r = self.runner
+        missing = [t for t in r.tasks if local_file(t, r.request.data_dir) is None and not cached(t)]
+        if missing:
+            names = ", ".join(f"{t} ({task_config(t)['dataset_path']})" for t in missing)
+            raise LmDataError(f"zero-shot datasets not available offline: {names}; run `{FETCH_COMMAND}` on a machine "
+                              "with network access, or put <task>.jsonl in --data-dir DIR/lm/")
+
+    def max_length(self) -> int:
+        return CONTEXT
+
+    def check_with_tokenizer(self) -> None:
+        pass
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        local = local_file(task, self.runner.request.data_dir)
+        source = {"local": str(local), "sha256": sha256(local)} if local else {
+            "hub": task_config(task)["dataset_path"], "name": task_config(task).get("dataset_name")}
+        settings = {"max_length": CONTEXT, "num_fewshot": 0, "task_version": task_config(task).get("metadata", {}).get("version"),
+                    "metrics": list(METRICS[task][0]), "primary": METRICS[task][1]}
+        return settings, {"task": task, "source": source}
+
+    def run_units(self, units):
+        return evaluate_each(units, self._evaluate)
+
+    def _evaluate(self, unit) -> UnitOutcome:
+        r = self.runner
+        config = dict(task_config(unit.task))
+        local = local_file(unit.task, r.request.data_dir)
+        if local is not None:  # the same task, reading the records from the local file
+            records = records_dataset(local)
+            # every split the config names gets the local records (0-shot: only the scored one is read)
+            splits = {config.get(k) for k in ("training_split", "validation_split", "test_split", "fewshot_split")}
+            config["custom_dataset"] = lambda **_: {split: records for split in splits if split}
+        with offline():
+            out = evaluate(r.evaluand.lm, config, r.request.seed, limit=r.samples, num_fewshot=0, bootstrap_iters=1000)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
+        results = out["results"][unit.task]
+        names, primary = METRICS[unit.task]
+        n = len(out["samples"][unit.task])
+        metrics = []
+        for name in names:
+            value, stderr = results[f"{name},none"], results.get(f"{name}_stderr,none")
+            scale = 1.0 if name in PERPLEXITIES else 100.0
+            stderr = stderr * scale if isinstance(stderr, (int, float)) else None
+            metrics.append(r.metric(name, value * scale, stderr=stderr, n=n, higher_is_better=name not in PERPLEXITIES,
+                                    is_primary=name == primary))
+        return UnitOutcome(status="complete", metrics=metrics, samples=[], settings={"n_samples": n},
+                           fingerprint=sha256(local) if local else None, raw=without_samples(out))

@@ -1,0 +1,38 @@
+"""LongBench's 14 English tasks: everything only this suite knows.
+
+tasks.py (the one table of tasks: prompts, budgets, metrics; the YAMLs are generated from it),
+data.py (records, middle truncation, built prompts frozen in the cache), plugin.py (what
+tasks/longbench calls), scoring.py (the official eval.py), driver.py, tables.py. Importing this
+module imports none of them.
+"""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import Suite
+
+
+class LongBenchSuite(Suite):
+    def driver(self, plan):
+        from ccq_eval.suites.longbench.driver import LongBenchDriver
+
+        return LongBenchDriver(plan)
+
+    def tables(self):
+        from ccq_eval.suites.longbench import tables
+
+        return {"longbench": tables.score_table}
+
+
+SUITE = LongBenchSuite(
+    name="longbench",
+    tasks=tuple(f"longbench_{k}" for k in (
+        "narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "gov_report", "qmsum",
+        "multi_news", "trec", "triviaqa", "samsum", "lcc", "repobench-p")),
+    default_lengths=(16384,),
+    default_samples=None,
+    display={f"longbench_{k}": d for k, d in (
+        ("narrativeqa", "NQA"), ("qasper", "QQA"), ("multifieldqa_en", "MFQ"), ("hotpotqa", "HQA"),
+        ("2wikimqa", "2WM"), ("musique", "Mus"), ("gov_report", "GvR"), ("qmsum", "QMS"),
+        ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
+        ("repobench-p", "RBP"))},
+)

@@ -1,0 +1,142 @@
+"""LongBench's 14 English tasks: records in LongBench's format, the official prompts and generation
+budgets, and the official middle truncation (pred.py: keep the first and last halves of the prompt's
+tokens) so that prompt + the task's generation budget fit the length.
+
+The prompt templates are read from lm-eval's LongBench task files (they reproduce LongBench's
+dataset2prompt.json verbatim, typos included) instead of being copied here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
+from ccq_eval.data.jsonl import read_jsonl
+from ccq_eval.errors import BadInput
+from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS
+
+FETCH_COMMAND = "ccq-eval data fetch longbench"
+HUB_ID, HUB_REVISION = "THUDM/LongBench", "main"  # UNVERIFIED: not fetched from this project yet
+
+
+REQUIRED_FIELDS = ("input", "context", "answers")
+
+
+class LongBenchError(BadInput):
+    """A LongBench file that is missing or malformed; the message names it and the fix."""
+
+
+@lru_cache(maxsize=None)
+def prompt_template(key: str):
+    """The official prompt as a jinja template (lm-eval's task file, which names LongBench's 'input' 'question')."""
+    import jinja2
+    import lm_eval
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)  # lm-eval's !function tags
+    path = Path(lm_eval.__file__).parent / "tasks" / "longbench" / f"{key}.yaml"
+    config = yaml.load(path.read_text(), Loader=_Loader)
+    return jinja2.Template(config["doc_to_text"], keep_trailing_newline=True)
+
+
+def render_prompt(key: str, record: dict) -> str:
+    return prompt_template(key).render(context=record["context"], question=record["input"])
+
+
+def local_path(key: str, data_dir: str | None) -> Path | None:
+    candidates = ([Path(data_dir) / "longbench" / f"{key}.jsonl"] if data_dir else []) + [
+        cache_root() / "longbench" / f"{key}.jsonl"]
+    return next((p for p in candidates if p.exists()), None)
+
+
+def check_available(keys: list[str], data_dir: str | None) -> None:
+    missing = [k for k in keys if local_path(k, data_dir) is None]
+    if missing:
+        where = f"{data_dir}/longbench/" if data_dir else "--data-dir DIR/longbench/"
+        raise LongBenchError(f"LongBench data not found offline: {', '.join(missing)}; put <key>.jsonl (LongBench's "
+                             f"record format) in {where}, or run `{FETCH_COMMAND}` on a machine with network access")
+
+
+def read_records(path: Path) -> list[dict]:
+    records = []
+    for number, record in read_jsonl(path, LongBenchError, "LongBench file")[0]:
+        missing = [f for f in REQUIRED_FIELDS if not isinstance(record, dict) or f not in record]
+        if missing:
+            raise LongBenchError(f"LongBench file {str(path)!r}: line {number} lacks {', '.join(missing)}; "
+                                 "expected LongBench's record format (input, context, answers, all_classes)")
+        if not isinstance(record["answers"], list) or not all(isinstance(a, str) for a in record["answers"]):
+            raise LongBenchError(f"LongBench file {str(path)!r}: line {number}: 'answers' must be a list of strings")
+        records.append(record)
+    if not records:
+        raise LongBenchError(f"LongBench file {str(path)!r}: no records")
+    return records
+
+
+def middle_truncate(tokenizer, prompt: str, budget: int) -> tuple[str, int, int]:
+    """LongBench's pred.py rule: over budget, keep the first and last budget/2 tokens.
+    Returns (prompt, tokens the model will read, tokens cut). Special tokens the encoder adds
+    count against the budget; re-encoding the joined halves can drift by a token, so it is checked."""
+    def count(text):
+        return len(tokenizer(text)["input_ids"])
+
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    total = count(prompt)
+    if total <= budget:
+        return prompt, total, 0
+    keep = budget - (total - len(ids))
+    while keep > 0:
+        half = keep // 2
+        truncated = (tokenizer.decode(ids[:half], skip_special_tokens=True)
+                     + tokenizer.decode(ids[-half:] if half else [], skip_special_tokens=True))
+        read = count(truncated)
+        if read <= budget:
+            return truncated, read, len(ids) - 2 * half
+        keep -= read - budget
+    raise LongBenchError(f"a budget of {budget} tokens cannot hold any of the prompt")
+
+
+def build(key: str, records: list[dict], tokenizer, length: int, samples: int | None) -> tuple[list[dict], str]:
+    """Prompts for one task under one length budget: (docs for lm-eval, content fingerprint)."""
+    task = TASKS[key]
+    budget = length - task.max_gen
+    if budget <= 0:
+        raise LongBenchError(f"--lengths {length}: smaller than {key}'s generation budget of {task.max_gen} tokens")
+    docs = []
+    for index, record in enumerate(records[:samples]):
+        prompt, read, cut = middle_truncate(tokenizer, render_prompt(key, record), budget)
+        docs.append({"index": index, "task": key, "prompt": prompt, "answers": record["answers"],
+                     "all_classes": record.get("all_classes") or [], "prompt_tokens": read, "truncated_tokens": cut,
+                     "id": str(record.get("_id", index))})
+    return docs, content_hash(docs)
+
+
+def fetch(keys: list[str] | None = None, progress=print) -> list[Path]:
+    """Download each task with HF datasets (THUDM/LongBench) into <cache>/longbench/<key>.jsonl."""
+    import datasets
+
+    written = []
+    for key in keys or list(TASKS):
+        progress(f"fetching LongBench {key}: {HUB_ID} ({key}) split test @ {HUB_REVISION}")
+        dataset = datasets.load_dataset(HUB_ID, key, split="test", revision=HUB_REVISION)
+        records = [dict(row) for row in dataset]
+        path = cache_root() / "longbench" / f"{key}.jsonl"
+        freeze(path, records, {"hub_id": HUB_ID, "config": key, "split": "test", "revision": HUB_REVISION})
+        written.append(path)
+    return written
+
+
+PROMPTS_VERSION = 1
+
+
+def prompts_key(key: str, records_hash: str, tokenizer_fp: str, length: int, samples: int | None) -> dict:
+    return {"prompts": "longbench", "version": PROMPTS_VERSION, "task_version": TASK_VERSION, "key": key,
+            "records": records_hash, "tokenizer": tokenizer_fp, "length": length, "samples": samples}
+
+
+def prompts_path(key: dict) -> Path:
+    """Where one unit's built prompts are frozen (apart from the fetched records in longbench/)."""
+    return cache_root() / "longbench-prompts" / f"{key['key']}-L{key['length']}-{stable_hash(key)[:16]}.jsonl"

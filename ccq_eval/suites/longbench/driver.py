@@ -1,0 +1,91 @@
+"""The LongBench suite's driver: data checks, unit settings (the length budget, the truncation
+policy), and one lm-eval evaluation per unit (task x budget) through tasks/longbench. Records are
+parsed once per run; each unit's prompts are built (middle-truncated) once and frozen in the cache,
+and the plugin reads the frozen file."""
+
+from __future__ import annotations
+
+import math
+
+from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
+from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.suites.longbench import data as longbench
+from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, mean_and_stderr
+
+
+class LongBenchDriver:
+    def __init__(self, runner):
+        self.runner = runner
+
+    def key(self, task: str) -> str:
+        return self.runner.suite.short(task)
+
+    def check_inputs(self) -> None:
+        r = self.runner
+        keys = [self.key(t) for t in r.tasks]
+        longbench.check_available(keys, r.request.data_dir)
+        self.records = {k: longbench.read_records(longbench.local_path(k, r.request.data_dir)) for k in keys}
+        self.records_hash = {k: stable_hash(records) for k, records in self.records.items()}
+        for key in keys:
+            for length in r.lengths:
+                if length <= TASKS[key].max_gen:
+                    raise longbench.LongBenchError(f"--lengths {length}: no room for {key}'s prompt next to its "
+                                                   f"{TASKS[key].max_gen} generated tokens")
+
+    def max_length(self) -> int:
+        return max(self.runner.lengths)
+
+    def check_with_tokenizer(self) -> None:
+        self.tokenizer_fp = tokenizer_fingerprint(self.runner.evaluand.tokenizer)
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        spec = TASKS[self.key(task)]
+        settings = {"max_length": length, "max_gen_toks": spec.max_gen, "truncation": "middle (LongBench pred.py)",
+                    "metric": spec.metric, "first_line": spec.first_line, "task_version": TASK_VERSION}
+        data_key = {"records": self.records_hash[self.key(task)], "tokenizer": self.tokenizer_fp}
+        return settings, data_key
+
+    def run_units(self, units):
+        return evaluate_each(units, self._evaluate)
+
+    def _evaluate(self, unit) -> UnitOutcome:
+        r = self.runner
+        key = self.key(unit.task)
+        prompts_key = longbench.prompts_key(key, self.records_hash[key], self.tokenizer_fp, unit.context_length,
+                                            r.samples)
+        frozen = longbench.prompts_path(prompts_key)
+        docs, fingerprint, _ = load_or_build(frozen, prompts_key, lambda: longbench.build(
+            key, self.records[key], r.evaluand.tokenizer, unit.context_length, r.samples)[0])
+        metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
+                    "max_seq_lengths": [unit.context_length], "num_samples": r.samples or 0,
+                    "data_dir": r.request.data_dir or ""}
+        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
+        logged = sorted(out["samples"][unit.task], key=lambda e: e["doc_id"])
+        if len(logged) != len(docs):
+            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(docs)} prompts")
+        samples, scores = [], []
+        for entry in logged:
+            doc = entry["doc"]
+            score = float(entry["score"])
+            if not math.isfinite(score):
+                raise RuntimeError(f"non-finite score for {unit.task} sample {doc['index']}")
+            scores.append(score)
+            prediction = entry["filtered_resps"][0]
+            samples.append({"idx": doc["index"], "target": doc["answers"][0] if doc["answers"] else "",
+                            "prediction": prediction, "score": score, "prompt_sha256": stable_hash(doc["prompt"]),
+                            "fields": {"truncated_tokens": doc["truncated_tokens"], "prompt_tokens": doc["prompt_tokens"],
+                                       "id": doc["id"], "empty_prediction": not prediction.strip()}})
+        n = len(scores)
+        mean, stderr = mean_and_stderr(scores)
+        truncated = sum(1 for s in samples if s["fields"]["truncated_tokens"] > 0)
+        empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
+        extra = {"n_samples": n, "truncated_prompts": truncated, "empty_predictions": empty}
+        if empty == n:
+            extra["warning"] = "every prediction is empty"
+        metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
+                   r.metric("truncated_prompts", float(truncated), n=n, higher_is_better=False)]
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
+                           settings=extra, raw=without_samples(out))

@@ -1,0 +1,40 @@
+"""Long-context perplexity, 4K to 20K on six corpora: everything only this suite knows.
+
+corpora.py (sources, reading, the selection rules), perplexity.py (one pass per sequence),
+plugin.py (what tasks/longppl calls: the lm-eval cross-check), driver.py, tables.py (the table,
+its intervals and the extrapolation curves). Importing this module imports none of them.
+"""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import Suite
+
+
+class LongpplSuite(Suite):
+    def driver(self, plan):
+        from ccq_eval.suites.longppl.driver import LongpplDriver
+
+        return LongpplDriver(plan)
+
+    def tables(self):
+        from ccq_eval.suites.longppl import tables
+
+        return {"longppl": tables.perplexity_table}
+
+    def figures(self):
+        from ccq_eval.suites.longppl import tables
+
+        return {"longppl": tables.curves_figure}
+
+
+SUITE = LongpplSuite(
+    name="longppl",
+    tasks=tuple(f"longppl_{c}" for c in ("govreport", "qmsum", "narrativeqa", "qasper", "codeparrot", "pg19")),
+    default_lengths=tuple(range(4096, 20480 + 1, 2048)),
+    default_samples=100,
+    display={"longppl_govreport": "GovReport", "longppl_qmsum": "QMSum", "longppl_narrativeqa": "NarrativeQA",
+             "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19",
+             "longppl_essays": "Essays (seen)", "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
+    # corpora every Python installation carries (corpora.SHIPPED): the offline demo's
+    extra_tasks=("longppl_essays", "longppl_pydocs", "longppl_pycode"),
+)

@@ -1,0 +1,242 @@
+"""Long-context perplexity corpora: where they come from, how they are read, and which token
+sequences get scored.
+
+Definition (also in the task README): every scored sequence starts with the tokenizer's BOS
+token (EOS when it has none) as context, so all L tokens are scored. ppl@L = exp(sum of NLL /
+number of scored tokens), pooled over the corpus's sequences. L_max is the largest length of the
+run. Policy "document": the first N documents in file order with at least L_max tokens, each scored
+on its first L_max tokens; shorter documents are skipped and counted. Policy "concat": documents in
+file order joined with EOS separators and cut into consecutive L_max-token streams (the first N).
+Every length L scores the first L tokens of the same sequences, so one pass at L_max gives them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ccq_eval.data import SHIPPED_ESSAYS
+from ccq_eval.data.cache import cache_root, content_hash, freeze, load_or_build, stable_hash
+from ccq_eval.data.jsonl import read_jsonl
+from ccq_eval.errors import BadInput
+
+SELECTION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    policy: str  # "document" | "concat"
+    hub_id: str
+    hub_config: str | None
+    split: str
+    field: str
+    revision: str
+    licence: str
+
+
+# Public sources for `ccq-eval data fetch longppl`. UNVERIFIED: ids, configs, fields and revisions
+# are what these corpora are published under; nobody has fetched them from this project yet.
+CORPORA: dict[str, Corpus] = {
+    "govreport": Corpus("govreport", "concat", "tau/scrolls", "gov_report", "test", "input", "main",
+                        "SCROLLS (GovReport: public-domain US government reports)"),
+    "qmsum": Corpus("qmsum", "concat", "tau/scrolls", "qmsum", "test", "input", "main",
+                    "SCROLLS (QMSum: MIT)"),
+    "narrativeqa": Corpus("narrativeqa", "document", "tau/scrolls", "narrative_qa", "test", "input", "main",
+                          "SCROLLS (NarrativeQA: Apache-2.0)"),
+    "qasper": Corpus("qasper", "concat", "tau/scrolls", "qasper", "test", "input", "main",
+                     "SCROLLS (Qasper: CC BY 4.0)"),
+    "codeparrot": Corpus("codeparrot", "concat", "codeparrot/codeparrot-clean-valid", None, "train", "content",
+                         "main", "per-file licences of the GitHub sources"),
+    "pg19": Corpus("pg19", "document", "emozilla/pg19", None, "test", "text", "main",
+                   "Apache-2.0 (Project Gutenberg books published before 1919)"),
+}
+FETCH_COMMAND = "ccq-eval data fetch longppl"
+
+
+def _python_docs() -> list[dict]:
+    """Python's reference documentation (pydoc_data.topics, what `help('topic')` prints), one topic a document."""
+    from pydoc_data.topics import topics
+
+    return [{"text": topics[name], "name": name} for name in sorted(topics)]
+
+
+def _python_code() -> list[dict]:
+    """The standard library's top-level modules, one file a document, in file-name order."""
+    import sysconfig
+
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    return [{"text": path.read_text(encoding="utf-8"), "name": path.name} for path in sorted(folder.glob("*.py"))]
+
+
+ESSAY_ROTATIONS = 12
+ESSAY_DOCUMENT_CHARS = 24 * 1024
+
+
+def _essay_rotations() -> list[dict]:
+    """The shipped CC0 essays (the zoo's training text) as 12 documents: the collection started at 12
+    evenly spaced paragraphs and cycled to 24K characters. Text the zoo has seen, so perplexity past
+    the training length measures length extrapolation alone, not generalisation."""
+    paragraphs = [p for p in SHIPPED_ESSAYS.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    documents = []
+    for i in range(ESSAY_ROTATIONS):
+        start = round(i * len(paragraphs) / ESSAY_ROTATIONS)
+        cycle, text = "\n\n".join(paragraphs[start:] + paragraphs[:start]), ""
+        while len(text) < ESSAY_DOCUMENT_CHARS:
+            text += cycle + "\n\n"
+        documents.append({"text": text, "name": f"essays from paragraph {start}"})
+    return documents
+
+
+# Corpora that ship with the package (CC0) or with every Python installation (PSF licence): the offline
+# demo reads them, no download needed. Python's text follows its version, which the cached copy records.
+# All three are scored with the "document" policy (the default for corpora outside CORPORA).
+SHIPPED = {"essays": _essay_rotations, "pydocs": _python_docs, "pycode": _python_code}
+
+
+class CorpusError(BadInput):
+    """A corpus that is missing or malformed; the message names it and the fix."""
+
+
+def local_path(corpus: str, data_dir: str | None) -> Path | None:
+    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched (or, for SHIPPED, written) copy in the cache, else None."""
+    candidates = ([Path(data_dir) / "longppl" / f"{corpus}.jsonl"] if data_dir else []) + [
+        cache_root() / "longppl" / f"{corpus}.jsonl"]
+    found = next((p for p in candidates if p.exists()), None)
+    if found is None and corpus in SHIPPED:
+        import platform
+
+        found = candidates[-1]
+        load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus])
+    return found
+
+
+def check_available(corpora: list[str], data_dir: str | None) -> None:
+    missing = [c for c in corpora if local_path(c, data_dir) is None]
+    if missing:
+        where = f"{data_dir}/longppl/" if data_dir else "--data-dir DIR/longppl/"
+        raise CorpusError(f"long-context corpora not found offline: {', '.join(missing)}; put <corpus>.jsonl "
+                          f"(field 'text') in {where}, or run `{FETCH_COMMAND}` on a machine with network access")
+
+
+def read_documents(path: Path) -> tuple[list[str], int]:
+    """(texts, empty lines and empty texts skipped); one-line errors for anything that is not UTF-8 JSONL with 'text'."""
+    records, empty = read_jsonl(path, CorpusError, "corpus")
+    texts = []
+    for number, record in records:
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise CorpusError(f"corpus {str(path)!r}: line {number} has no string field 'text'")
+        if record["text"].strip():
+            texts.append(record["text"])
+        else:
+            empty += 1
+    return texts, empty
+
+
+@dataclass
+class Selection:
+    """The token sequences a corpus is scored on, with the record of how they were chosen."""
+
+    corpus: str
+    policy: str
+    sequences: list[list[int]]  # each starts with the context token, then L_max scored tokens
+    names: list[str]  # which document(s) each sequence came from
+    skipped_short: int
+    skipped_empty: int
+    available: int
+    fingerprint: str
+
+    def record(self) -> dict:
+        return {"policy": self.policy, "rule": _RULES[self.policy], "sequences": len(self.sequences),
+                "skipped_short": self.skipped_short, "skipped_empty": self.skipped_empty,
+                "documents_read": self.available, "fingerprint": self.fingerprint,
+                "selection_version": SELECTION_VERSION}
+
+
+_RULES = {"document": "first N documents in file order with >= L_max tokens, scored on their first L_max tokens",
+          "concat": "documents in file order joined with EOS, cut into consecutive L_max-token streams"}
+
+
+def context_token(tokenizer) -> int:
+    token = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if token is None:
+        raise CorpusError("the tokenizer has neither a BOS nor an EOS token to start a scored sequence with")
+    return token
+
+
+def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) -> Selection:
+    texts, empty = read_documents(path)
+    policy = CORPORA[corpus].policy if corpus in CORPORA else "document"
+    start = context_token(tokenizer)
+    sequences, names, short = [], [], 0
+    if policy == "document":
+        for index, text in enumerate(texts):
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            if len(ids) < l_max:
+                short += 1
+                continue
+            sequences.append([start, *ids[:l_max]])
+            names.append(f"doc {index}")
+            if count is not None and len(sequences) == count:
+                break
+    else:
+        separator = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else start
+        stream, first_doc = [], 0
+        for index, text in enumerate(texts):
+            stream += tokenizer(text, add_special_tokens=False)["input_ids"] + [separator]
+            while len(stream) >= l_max and (count is None or len(sequences) < count):
+                sequences.append([start, *stream[:l_max]])
+                names.append(f"docs {first_doc}-{index}")
+                stream, first_doc = stream[l_max:], index
+            if count is not None and len(sequences) == count:
+                break
+    if not sequences:
+        raise CorpusError(f"corpus {corpus!r} ({path}): no {'document' if policy == 'document' else 'stream'} of "
+                          f"{l_max} tokens ({len(texts)} documents, {short} shorter); use smaller --lengths or a larger corpus")
+    fingerprint = stable_hash({"sequences": content_hash([{"ids": s} for s in sequences]), "l_max": l_max})
+    return Selection(corpus, policy, sequences, names, short, empty, len(texts), fingerprint)
+
+
+def fetch(corpora: list[str] | None = None, progress=print) -> list[Path]:
+    """Download each corpus with HF datasets and freeze its texts as <cache>/longppl/<corpus>.jsonl."""
+    import datasets
+
+    written = []
+    for name in corpora or list(CORPORA):
+        spec = CORPORA[name]
+        progress(f"fetching {name}: {spec.hub_id}{f' ({spec.hub_config})' if spec.hub_config else ''} "
+                 f"split {spec.split} @ {spec.revision} [{spec.licence}]")
+        args = (spec.hub_id, spec.hub_config) if spec.hub_config else (spec.hub_id,)
+        dataset = datasets.load_dataset(*args, split=spec.split, revision=spec.revision)
+        records = [{"text": row[spec.field]} for row in dataset if isinstance(row.get(spec.field), str)]
+        path = cache_root() / "longppl" / f"{name}.jsonl"
+        freeze(path, records, {"corpus": name, "hub_id": spec.hub_id, "config": spec.hub_config,
+                               "split": spec.split, "revision": spec.revision, "field": spec.field})
+        written.append(path)
+    return written
+
+
+DOCS_VERSION = 1
+
+
+def lm_eval_docs_key(selection: Selection, length: int) -> dict:
+    return {"docs": "longppl-lm-eval", "version": DOCS_VERSION, "corpus": selection.corpus,
+            "selection": selection.fingerprint, "length": length}
+
+
+def lm_eval_docs_path(key: dict) -> Path:
+    return cache_root() / "longppl-docs" / f"{key['corpus']}-L{key['length']}-{stable_hash(key)[:16]}.jsonl"
+
+
+def lm_eval_docs(selection: Selection, tokenizer, length: int) -> list[dict]:
+    """The selected sequences truncated to one length, as the text lm-eval's loglikelihood_rolling
+    reads (it re-tokenizes, so a sequence that does not survive decode/encode is refused)."""
+    docs = []
+    for index, ids in enumerate(selection.sequences):
+        scored = ids[1 : length + 1]
+        text = tokenizer.decode(scored)
+        if tokenizer(text, add_special_tokens=False)["input_ids"] != scored:
+            raise ValueError(f"longppl_{selection.corpus}: sequence {index} does not survive decode/encode with this "
+                             "tokenizer; use ccq-eval's one-pass engine")
+        docs.append({"text": text, "n_tokens": len(scored), "index": index, "max_length": length})
+    return docs

@@ -1,0 +1,130 @@
+"""The long-context perplexity suite's driver. Default engine "one-pass": one forward per sequence at
+L_max (chunked, cache carried) gives every length from prefix sums of the per-token NLL. Engine
+"lm-eval": lm-eval's loglikelihood_rolling on the sequences truncated to each length, through the
+tasks/longppl plugins (the cross-check; it evaluates every length separately)."""
+
+from __future__ import annotations
+
+from ccq_eval.data.cache import load_or_build, stable_hash
+from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.suites.longppl import corpora as longppl
+from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_perplexities, sequence_nll
+from ccq_eval.suites.outcomes import UnitOutcome, failure, mean_and_stderr
+
+ENGINES = ("one-pass", "lm-eval")
+BUCKET = 1024  # tokens per position bucket in the per-position view
+CHUNK = 2048  # tokens per forward chunk in the one-pass engine
+
+
+class LongpplDriver:
+    def __init__(self, runner):
+        self.runner = runner
+        self.selections: dict[str, longppl.Selection] = {}
+
+    def corpus(self, task: str) -> str:
+        return self.runner.suite.short(task)
+
+    def check_inputs(self) -> None:
+        r = self.runner
+        engine = r.request.engine or "one-pass"
+        if engine not in ENGINES:
+            raise longppl.CorpusError(f"--engine {engine!r}: unknown; use one of {', '.join(ENGINES)}")
+        self.engine = engine
+        self.l_max = max(r.lengths)
+        longppl.check_available([self.corpus(t) for t in r.tasks], r.request.data_dir)
+        for task in r.tasks:  # malformed files fail here, before the model loads
+            longppl.read_documents(longppl.local_path(self.corpus(task), r.request.data_dir))
+
+    def max_length(self) -> int:
+        return self.l_max
+
+    def check_with_tokenizer(self) -> None:
+        r = self.runner
+        for task in r.tasks:
+            corpus = self.corpus(task)
+            self.selections[task] = longppl.select(corpus, longppl.local_path(corpus, r.request.data_dir),
+                                                   r.evaluand.tokenizer, self.l_max, r.samples)
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        selection = self.selections[task]
+        settings = {"engine": self.engine, "l_max": self.l_max, "max_length": self.l_max,
+                    "selection": selection.record(), "definition": "exp(sum NLL / scored tokens), BOS context",
+                    "task_version": longppl.SELECTION_VERSION}
+        return settings, {"corpus": self.corpus(task), "fingerprint": selection.fingerprint}
+
+    def run_units(self, units):
+        task = units[0].task
+        try:
+            per_length = (self._one_pass(task, units) if self.engine == "one-pass" else self._lm_eval(task, units))
+        except Exception as exc:  # noqa: BLE001 - the corpus's units fail together, with the reason
+            for unit in units:
+                yield unit, failure(exc)
+            return
+        yield from per_length
+
+    def _one_pass(self, task: str, units):
+        from tqdm import tqdm
+
+        r = self.runner
+        if getattr(r.evaluand.lm, "rank", 0) != 0:
+            return []  # one process scores the sequences; other data-parallel ranks have nothing to add
+        selection = self.selections[task]
+        lengths = [u.context_length for u in units]
+        model = r.evaluand.lm.model
+        sums = {L: [] for L in lengths}
+        buckets = []
+        for ids, name in tqdm(list(zip(selection.sequences, selection.names)), desc=f"{task} one pass",
+                              disable=None, leave=False):
+            nll = sequence_nll(model, ids[: max(lengths) + 1], CHUNK)
+            check_finite(nll, f"{task} {name}")
+            for L, total in prefix_perplexities(nll, lengths).items():
+                sums[L].append(total)
+            buckets.append(bucket_sums(nll, BUCKET))
+        return [(unit, self._outcome(unit, sums[unit.context_length],
+                                     buckets if unit.context_length == max(lengths) else None))
+                for unit in units]
+
+    def _lm_eval(self, task: str, units):
+        r = self.runner
+        results = []
+        selection = self.selections[task]
+        for unit in units:  # each length's documents built once, frozen, read by the plugin
+            key = longppl.lm_eval_docs_key(selection, unit.context_length)
+            frozen = longppl.lm_eval_docs_path(key)
+            load_or_build(frozen, key, lambda: longppl.lm_eval_docs(selection, r.evaluand.tokenizer, unit.context_length))
+            metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
+                        "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "l_max": self.l_max,
+                        "data_dir": r.request.data_dir or ""}
+            out = evaluate(r.evaluand.lm, task, r.request.seed, metadata)
+            if out is None:  # a data-parallel rank other than 0
+                continue
+            logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
+            nll_sums = [-float(e["resps"][0][0]) if isinstance(e["resps"][0], list) else -float(e["resps"][0])
+                        for e in logged]
+            results.append((unit, self._outcome(unit, nll_sums, None, raw=without_samples(out))))
+        return results
+
+    def _outcome(self, unit, nll_sums: list[float], buckets, raw=None) -> UnitOutcome:
+        r = self.runner
+        selection = self.selections[unit.task]
+        L = unit.context_length
+        tokens = L * len(nll_sums)
+        total = sum(nll_sums)
+        ppl = perplexity(total, tokens)
+        metrics = [r.metric("perplexity", ppl, n=len(nll_sums), higher_is_better=False, is_primary=True),
+                   r.metric("nll_sum", total, n=len(nll_sums), higher_is_better=False),
+                   r.metric("tokens", float(tokens), n=len(nll_sums), higher_is_better=False)]
+        if len(nll_sums) > 1:  # every sequence has L tokens: log ppl is the mean of per-sequence means
+            per_sequence = [value / L for value in nll_sums]
+            mean, stderr = mean_and_stderr(per_sequence)
+            metrics.append(r.metric("nll_per_token", mean, stderr=stderr, n=len(nll_sums), higher_is_better=False))
+        samples = []
+        for index, (value, name) in enumerate(zip(nll_sums, selection.names)):
+            fields = {"nll_sum": value, "tokens": L, "source": name}
+            if buckets is not None:
+                fields["bucket_nll"] = buckets[index]
+                fields["bucket_tokens"] = BUCKET
+            samples.append({"idx": index, "target": name, "prediction": None, "score": perplexity(value, L),
+                            "prompt_sha256": stable_hash(selection.sequences[index][: L + 1]), "fields": fields})
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=selection.fingerprint,
+                           settings={"n_sequences": len(nll_sums)}, raw=raw)

@@ -1,0 +1,54 @@
+"""The seeds table, across suites: mean ± sample standard deviation over the seeds of every model
+trained with more than one (labels NAME and NAME-s<k>, the zoo's naming). Run-to-run spread is what a
+one-seed table hides."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ccq_eval.report.formats import to_latex, to_markdown
+from ccq_eval.suites import SUITES
+from ccq_eval.suites.base import format_length
+
+SEED_SUFFIX = r"-s\d+$"
+# (suite, metric) -> (column suffix, higher is better)
+SEED_METRICS = {("sniah", "score"): ("acc", True), ("sniah", "answer_nll"): ("answer NLL", False),
+                ("longppl", "perplexity"): ("ppl", False)}
+
+
+def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(mean, sample standard deviation, seed count); rows = models, columns = S-NIAH accuracy and
+    answer NLL and long-context perplexity per task and length."""
+    keep = [(s, m) in SEED_METRICS for s, m in zip(frame.suite, frame.metric)] if not frame.empty else []
+    rows = frame[keep].copy() if not frame.empty else frame
+    if rows.empty:
+        return (pd.DataFrame(),) * 3
+    rows["model"] = rows.label.str.replace(SEED_SUFFIX, "", regex=True)
+    seeds = rows.groupby("model").label.nunique()
+    rows = rows[rows.model.isin(seeds[seeds > 1].index)]
+    if rows.empty:
+        return (pd.DataFrame(),) * 3
+    rows["column"] = [f"{SUITES[s].display[t]} {format_length(L)} {SEED_METRICS[(s, m)][0]}"
+                      for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
+    rows["order"] = [(list(SUITES).index(s), list(SEED_METRICS).index((s, m)), SUITES[s].all_tasks.index(t), L)
+                     for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
+    columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
+    stats = rows.groupby(["model", "column"]).value.agg(["mean", "std", "count"])
+    mean, std, count = (stats[f].unstack("column").reindex(columns=columns) for f in ("mean", "std", "count"))
+    return mean, std, count
+
+
+def render_seeds(frame: pd.DataFrame) -> dict[str, str] | None:
+    mean, std, count = seeds_cells(frame)
+    if mean.empty:
+        return None
+    cells = pd.DataFrame({c: [f"{m:.2f} ± {s:.2f}" if not pd.isna(m) else "" for m, s in zip(mean[c], std[c])]
+                          for c in mean.columns}, index=mean.index)
+    names = {m: f"{m} ({int(count.loc[m].max())} seeds)" for m in mean.index}
+    direction = {c: next(h for suffix, h in SEED_METRICS.values() if c.endswith(" " + suffix)) for c in mean.columns}
+    long = (pd.concat({"mean": mean.stack(), "std": std.stack(), "seeds": count.stack()}, axis=1)
+            .rename_axis(["model", "column"]).reset_index())
+    caption = "Mean ± sample standard deviation over seeds (accuracy \\%, answer NLL per token, perplexity)"
+    return {"csv": long.to_csv(index=False, float_format="%.4g"),
+            "latex": to_latex(mean.rename(index=names), cells.rename(index=names), caption, direction),
+            "md": to_markdown(mean.rename(index=names), cells.rename(index=names), direction)}

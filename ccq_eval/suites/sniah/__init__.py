@@ -1,0 +1,37 @@
+"""S-NIAH (RULER's single-needle tasks): everything only this suite knows lives in this folder.
+
+data.py (the generator), haystack.py (essay haystacks), plugin.py (what tasks/sniah calls),
+scoring.py (RULER's string match, partial retrieval), driver.py (units -> outcomes), tables.py
+(the accuracy and partial-retrieval tables, the needle-depth heatmap). Importing this module
+imports none of them.
+"""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import Suite
+
+
+class SniahSuite(Suite):
+    def driver(self, plan):
+        from ccq_eval.suites.sniah.driver import SniahDriver
+
+        return SniahDriver(plan)
+
+    def tables(self):
+        from ccq_eval.suites.sniah import tables
+
+        return {"sniah": tables.accuracy_table, "sniah-partial": tables.partial_table}
+
+    def figures(self):
+        from ccq_eval.suites.sniah import tables
+
+        return {"sniah-depth": tables.depth_figure}
+
+
+SUITE = SniahSuite(
+    name="sniah",
+    tasks=("sniah_1", "sniah_2", "sniah_3"),
+    default_lengths=(1024, 2048, 4096, 8192),
+    default_samples=500,
+    display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
+)

@@ -1,0 +1,160 @@
+"""The S-NIAH suite's driver: haystack and length checks, unit settings, and one lm-eval evaluation
+per unit (task x length) over data generated once, frozen in the cache, and read by the plugin
+from the frozen file."""
+
+from __future__ import annotations
+
+import math
+
+from ccq_eval.data.cache import stable_hash
+from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.suites.base import format_length
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, mean_and_stderr
+from ccq_eval.suites.sniah import data as sniah
+from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
+from ccq_eval.suites.sniah.scoring import answer_prefix
+
+TASK_VERSION = 1.0
+FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
+
+
+def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -> list[float]:
+    """Teacher-forced mean NLL per token of ' ' + answer after each prompt (lm-eval's loglikelihood)."""
+    from lm_eval.api.instance import Instance
+
+    requests = [Instance("loglikelihood", doc={}, arguments=(prompt, " " + answer), idx=i)
+                for i, (prompt, answer) in enumerate(prompts_and_answers)]
+    results = lm.loglikelihood(requests, disable_tqdm=True)
+    return [-logprob / len(tokenizer(" " + answer, add_special_tokens=False)["input_ids"])
+            for (logprob, _), (_, answer) in zip(results, prompts_and_answers)]
+
+
+class SniahDriver:
+    def __init__(self, runner):
+        self.runner = runner
+        self._prompt_keys: dict[int, tuple[int, ...]] = {}  # set per unit by _expect_answers
+
+    def check_inputs(self) -> None:
+        r = self.runner
+        self.haystack_path = resolve_haystack_path(r.request.haystack, r.request.data_dir)
+        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in r.tasks)
+        self.haystack = load_haystack(self.haystack_path) if needs_essays else None
+
+    def max_length(self) -> int:
+        return max(self.runner.lengths)
+
+    def check_with_tokenizer(self) -> None:
+        r = self.runner
+        tokenizer = r.evaluand.tokenizer
+        self.tokenizer_fp = sniah.tokenizer_fingerprint(tokenizer)
+        for task in r.tasks:  # a length that cannot hold the prompt skeleton is bad input
+            smallest = sniah.skeleton_tokens(task, tokenizer, self.haystack) + sniah.TOKENS_TO_GENERATE
+            for length in r.lengths:
+                if length < smallest:
+                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold a {task} prompt "
+                                           f"({smallest} tokens at least with an empty haystack); use larger lengths")
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        essay = sniah.VARIANTS[task].haystack == "essay"
+        settings = {
+            # the budget this unit is evaluated under (prompts are never cut, so the wrapper's overall
+            # cap, the longest length of the run, changes no number)
+            "max_length": length, "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
+            "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
+        }
+        r = self.runner
+        data_key = sniah.dataset_key(task, self.tokenizer_fp, length, r.samples, r.request.seed, self.haystack)
+        return settings, data_key
+
+    def run_units(self, units):
+        return evaluate_each(units, lambda unit: self._evaluate(unit, *self._build_data(unit)))
+
+    def _build_data(self, unit):
+        """Generated once per data key and frozen; the plugin reads the frozen file."""
+        from tqdm import tqdm
+
+        r = self.runner
+        with tqdm(total=r.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
+                  disable=None, leave=False) as bar:
+            records, fingerprint, _ = sniah.load_or_generate(unit.task, r.evaluand.tokenizer, unit.context_length,
+                                                             r.samples, r.request.seed, self.haystack, bar,
+                                                             key=unit.data_key)
+        return records, fingerprint
+
+    def _answer_nll(self, docs: list[dict]) -> list[float | None]:
+        """Per sample, when the LM scores text (scripted test LMs do not): partial retrieval shows here
+        long before exact match moves."""
+        from ccq_eval.lm.wrapper import CCQEvalLM
+
+        lm = self.runner.evaluand.lm
+        if not isinstance(lm, CCQEvalLM):
+            return [None] * len(docs)
+        fused = getattr(lm, "answer_nlls", {})  # scored during generation (CCQEvalLM.expect_answers)
+        nlls = [fused.get(self._prompt_keys.get(d["index"])) for d in docs]
+        missing = [i for i, v in enumerate(nlls) if v is None]
+        if missing:
+            slow = mean_answer_nll(lm, self.runner.evaluand.tokenizer,
+                                   [(sniah.prompt_of(docs[i]), docs[i]["outputs"][0]) for i in missing])
+            for i, value in zip(missing, slow):
+                nlls[i] = value
+        self.fused_nll_count = len(docs) - len(missing)
+        return nlls
+
+    def _expect_answers(self, records: list[dict]) -> None:
+        from ccq_eval.lm.wrapper import CCQEvalLM
+
+        lm = self.runner.evaluand.lm
+        self._prompt_keys = {}  # sample index -> the prompt's token ids, as generation encodes them
+        if isinstance(lm, CCQEvalLM) and FUSED_ANSWER_NLL:
+            tokenizer = self.runner.evaluand.tokenizer
+            self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
+            lm.expect_answers({self._prompt_keys[d["index"]]:
+                               tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
+
+    def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
+        r = self.runner
+        metadata = {"frozen": str(sniah.dataset_path(unit.data_key)), "tokenizer": r.evaluand.tokenizer_path,
+                    "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "seed": r.request.seed,
+                    "haystack": self.haystack_path or ""}
+        self._expect_answers(records)
+        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
+        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
+        logged = out["samples"][unit.task]
+        if len(logged) != len(records):
+            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")
+        entries = sorted(logged, key=lambda e: e["doc_id"])
+        nlls = self._answer_nll([e["doc"] for e in entries])
+        samples, scores = [], []
+        for entry, nll in zip(entries, nlls):
+            doc = entry["doc"]
+            score = float(entry["score"])
+            if not math.isfinite(score):
+                raise RuntimeError(f"non-finite score for sample {doc['index']}")
+            scores.append(score)
+            prediction = entry["filtered_resps"][0]
+            samples.append({
+                "idx": doc["index"], "target": doc["outputs"][0], "prediction": prediction, "score": score,
+                "prompt_sha256": stable_hash(sniah.prompt_of(doc)),
+                "fields": {"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
+                           "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
+                           "empty_prediction": not prediction.strip(),
+                           "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll},
+            })
+        n = len(scores)
+        mean, stderr = mean_and_stderr(scores)
+        correct = float(sum(1 for s in scores if s > 0))
+        empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
+        metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
+                   r.metric("correct", correct, n=n, higher_is_better=True, is_primary=False),
+                   r.metric("answer_prefix", sum(s["fields"]["answer_prefix"] for s in samples) / n, n=n,
+                            higher_is_better=True)]
+        if all(v is not None for v in nlls):
+            metrics.append(r.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
+        extra = {"n_samples": n, "empty_predictions": empty,
+                 # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
+                 "answer_nll_from_prefill": getattr(self, "fused_nll_count", 0)}
+        if empty == n:
+            extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
+                           settings=extra, raw=without_samples(out))

@@ -1,0 +1,97 @@
+"""Essay haystacks for S-NIAH-2/3: the shipped default, or text the user supplies (Paul Graham's
+essays, as the paper uses). RULER takes the essays as one stream of words; so does this."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ccq_eval.data import SHIPPED_ESSAYS
+from ccq_eval.data.jsonl import read_jsonl
+from ccq_eval.errors import BadInput
+
+DEFAULT_HAYSTACK = SHIPPED_ESSAYS
+DEFAULT_NAME = "ccq-essays"
+MIN_WORDS = 1000  # below this an "essay haystack" is mostly the needle and the question
+
+
+class HaystackError(BadInput):
+    """A haystack that cannot be used as given; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Haystack:
+    name: str
+    fingerprint: str  # sha256 of the normalised text
+    words: tuple[str, ...]
+
+    def take(self, n_words: int) -> tuple[str, int]:
+        """The first n words, cycling through the text again when it is shorter; (text, passes)."""
+        passes = -(-n_words // len(self.words))
+        stream = self.words * passes if passes > 1 else self.words
+        return " ".join(stream[:n_words]), passes
+
+
+def _read_text(file: Path) -> str:
+    if file.suffix == ".jsonl":
+        texts = []
+        for number, record in read_jsonl(file, HaystackError, "haystack")[0]:
+            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                raise HaystackError(f"haystack {str(file)!r}: line {number} has no string field 'text'")
+            texts.append(record["text"])
+        return " ".join(texts)
+    try:
+        raw = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise HaystackError(f"haystack {str(file)!r}: not UTF-8 text; pass a .txt file or .jsonl with a 'text' field") from exc
+    if "\x00" in raw:
+        raise HaystackError(f"haystack {str(file)!r}: binary data, not text; pass a .txt file or .jsonl with a 'text' field")
+    return raw
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".txt", ".jsonl"))
+        if not files:
+            raise HaystackError(f"haystack {str(path)!r}: folder has no .txt or .jsonl files")
+        return files
+    if not path.exists():
+        raise HaystackError(f"haystack {str(path)!r}: no such file; pass a .txt / .jsonl file or a folder of them")
+    return [path]
+
+
+@lru_cache(maxsize=8)
+def load_haystack(path: str | None = None) -> Haystack:
+    """The shipped essays when path is None, else a .txt / .jsonl file or a folder of them."""
+    source = Path(path).expanduser() if path else DEFAULT_HAYSTACK
+    text = " ".join(_read_text(f) for f in _files(source))
+    words = tuple(w for w in re.sub(r"\s+", " ", text).strip().split(" ") if w)
+    if len(words) < MIN_WORDS:
+        raise HaystackError(f"haystack {str(source)!r}: {len(words)} words, too short for a haystack (need at least {MIN_WORDS})")
+    name = DEFAULT_NAME if path is None else source.stem
+    return Haystack(name=name, fingerprint=hashlib.sha256(" ".join(words).encode()).hexdigest(), words=words)
+
+
+def resolve_haystack_path(haystack: str | None, data_dir: str | None) -> str | None:
+    """--haystack wins; else DATA_DIR/haystack when it exists; else None (the shipped default)."""
+    if haystack:
+        return haystack
+    if data_dir and (Path(data_dir) / "haystack").is_dir():
+        return str(Path(data_dir) / "haystack")
+    return None
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentence split without any download: nltk's Punkt with its default (untrained) parameters.
+    RULER uses Punkt's trained English model, which lm-eval fetches from the network."""
+    return _punkt().tokenize(text) if text else []
+
+
+@lru_cache(maxsize=1)
+def _punkt():
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()

@@ -1,0 +1,35 @@
+"""S-NIAH's per-sample scoring: RULER's string match (what tasks/sniah's process_results calls) and
+the partial-retrieval measure."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def ruler_postprocess(prediction: str) -> str:
+    """RULER's: strip, turn control characters into newlines, strip again."""
+    return _CONTROL.sub("\n", prediction.strip()).strip()
+
+
+def ruler_string_match(prediction: str, references: list[str]) -> float:
+    """Fraction of references found in the prediction, case-insensitively (RULER's string_match_all)."""
+    text = ruler_postprocess(prediction).lower()
+    return sum(ref.lower() in text for ref in references) / len(references)
+
+
+def answer_prefix(prediction: str, value: str) -> float:
+    """Fraction of the value reproduced correctly from its start (after RULER's post-processing and
+    leading whitespace): partial retrieval that exact match hides."""
+    text = ruler_postprocess(prediction).lstrip()
+    matched = 0
+    for produced, expected in zip(text, value):
+        if produced.lower() != expected.lower():
+            break
+        matched += 1
+    return matched / len(value)
+
+
+def process_results(doc: dict, results: list[str]) -> dict[str, float]:
+    return {"score": 100.0 * ruler_string_match(results[0], doc["outputs"])}

@@ -1,0 +1,132 @@
+"""S-NIAH's tables (accuracy with Wilson intervals and paired deltas; partial retrieval) and the
+needle-depth heatmap, over the shared formatting in report/."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ccq_eval.report.figures import pyplot
+from ccq_eval.report.frame import latest_samples
+from ccq_eval.report.intervals import wilson_interval
+from ccq_eval.report.reference import reference_rows
+from ccq_eval.report.table import Table
+from ccq_eval.suites.base import format_length
+
+
+def haystack_of(settings: str) -> str | None:
+    haystack = json.loads(settings).get("haystack")
+    return haystack["name"] if haystack else None
+
+
+def column_name(suite, task: str, haystack, length: int) -> str:
+    """S-NIAH-2/3 columns carry their haystack's name: numbers on another haystack are not the paper's."""
+    return f"{suite.display[task]}{f' ({haystack})' if isinstance(haystack, str) else ''} {format_length(length)}"
+
+
+def cells(suite, frame: pd.DataFrame, metric: str = "score") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(values, ci_low, ci_high): rows = labels, columns = S1/S2/S3 x lengths in the paper's order.
+    The Wilson bounds apply to the score (a proportion) only."""
+    rows = frame[(frame.suite == "sniah") & (frame.metric == metric)].copy() if not frame.empty else frame
+    if rows.empty:
+        return (pd.DataFrame(),) * 3
+    rows["haystack"] = rows.settings.map(haystack_of)
+    rows["column"] = [column_name(suite, t, h, L) for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
+    rows["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)
+                     for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
+    columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
+    bounds = ([wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)] if metric == "score"
+              else [(math.nan, math.nan)] * len(rows))
+    rows["low"], rows["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+
+    def pivot(field):
+        return rows.pivot(index="label", columns="column", values=field).reindex(columns=columns)
+
+    return pivot("value"), pivot("low"), pivot("high")
+
+
+def paired_deltas(suite, store, baseline: str) -> dict:
+    """(delta row, column) -> (mean paired difference, 95% half-width) over prompts both rows answered."""
+    frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
+    out = {}
+    if frame.empty:
+        return out
+    for (task, length), cell in frame.groupby(["task", "context_length"]):
+        column = column_name(suite, task, haystack_of(cell.settings.iloc[0]), length)
+        base = cell[cell.label == baseline].set_index("prompt_sha256").score
+        for label, other in cell[cell.label != baseline].groupby("label"):
+            shared = other.set_index("prompt_sha256").score.align(base, join="inner")
+            if len(shared[0]) > 1:
+                diff = (shared[0] - shared[1]).to_numpy()
+                out[(f"{label} − {baseline}", column)] = (diff.mean(), 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)))
+    return out
+
+
+def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
+    values, low, high = cells(suite, frame)
+    paired = paired_deltas(suite, store, options.baseline) if options.baseline and options.ci else {}
+    return Table(values=values, low=None if values.empty else low, high=None if values.empty else high,
+                 caption=r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
+                 digits=1, reference=reference_rows("sniah") if options.reference else pd.DataFrame(), paired=paired)
+
+
+def partial_cells(suite, frame: pd.DataFrame) -> pd.DataFrame:
+    """For each cell, the share of the answer reproduced from its start (%, higher is better) and the
+    answer's teacher-forced NLL per token (lower is better)."""
+    prefix, nll = cells(suite, frame, "answer_prefix")[0], cells(suite, frame, "answer_nll")[0]
+    if prefix.empty:
+        return pd.DataFrame()
+    parts = {}
+    for column in prefix.columns:
+        parts[f"{column} prefix %"] = prefix[column] * 100
+        if column in nll.columns:
+            parts[f"{column} NLL"] = nll[column]
+    return pd.DataFrame(parts)
+
+
+def partial_table(suite, frame: pd.DataFrame, store, options) -> Table:
+    return Table(values=partial_cells(suite, frame), digits=2, higher_is_better=lambda c: not c.endswith(" NLL"),
+                 caption="S-NIAH partial retrieval: answer reproduced from its start (\\%) and the answer's "
+                         "teacher-forced NLL per token",
+                 reference=reference_rows("sniah-partial") if options.reference else pd.DataFrame())
+
+
+def depth_frame(store) -> pd.DataFrame:
+    """Per-sample scores with needle depth, for the latest complete unit of each (label, task, length)."""
+    frame = latest_samples(store, "sniah", "s.score, s.fields")
+    if not frame.empty:
+        frame["depth"] = frame.fields.map(lambda f: json.loads(f)["depth"])
+    return frame
+
+
+def depth_figure(suite, store):
+    """The needle heatmap: depth (10% bins) x context length, one panel per (task, label)."""
+    plt = pyplot()
+    frame = depth_frame(store)
+    if frame.empty:
+        return None
+    frame["bin"] = np.minimum((frame.depth // 10).astype(int), 9)
+    labels, tasks = sorted(frame.label.unique()), [t for t in suite.tasks if t in set(frame.task)]
+    lengths = sorted(frame.context_length.unique())
+    fig, axes = plt.subplots(len(tasks), len(labels), figsize=(2.2 + 1.1 * len(lengths) * len(labels), 2.6 * len(tasks)),
+                             squeeze=False, constrained_layout=True)
+    image = None
+    for i, task in enumerate(tasks):
+        for j, label in enumerate(labels):
+            sub = frame[(frame.task == task) & (frame.label == label)]
+            grid = sub.pivot_table(index="bin", columns="context_length", values="score", aggfunc="mean")
+            grid = grid.reindex(index=range(10), columns=lengths)
+            ax = axes[i, j]
+            image = ax.imshow(grid.values, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto", origin="upper")
+            ax.set_xticks(range(len(lengths)), [format_length(L) for L in lengths])
+            ax.set_yticks(range(10), [f"{10 * b}%" for b in range(10)])
+            ax.set_title(f"{label} · {suite.display[task]}", fontsize=9)
+            if j == 0:
+                ax.set_ylabel("needle depth")
+            if i == len(tasks) - 1:
+                ax.set_xlabel("context length")
+    fig.colorbar(image, ax=axes, shrink=0.8, label="accuracy (%)")
+    return fig

@@ -1,0 +1,96 @@
+"""Tables from a store built in the test: layout, latest unit per cell, failed units missing,
+confidence intervals, LaTeX (booktabs, bold best, escaping) and Markdown."""
+
+
+import pytest
+
+from ccq_eval.report.intervals import wilson_interval
+from ccq_eval.views import draw_figure, render_table
+from ccq_eval.store import Store
+
+HAY = {"name": "ccq-essays", "sha256": "x"}
+
+
+def _unit(store, run_id, label, task, length, score, n=50, status="complete", finished="2026-01-01T00:00:00"):
+    settings = {"haystack": HAY if task != "sniah_1" else None}
+    metrics = [] if status == "failed" else [
+        {"label": label, "model": label, "metric": "score", "value": score, "stderr": 1.0, "n": n,
+         "higher_is_better": True, "is_primary": True}]
+    samples = [] if status == "failed" else [
+        {"idx": i, "target": "1", "prediction": "1", "score": 100.0 if i < score / 100 * n else 0.0,
+         "fields": {"depth": (i * 7) % 100}} for i in range(n)]
+    store.write_unit({"run_id": run_id, "suite": "sniah", "task": task, "context_length": length,
+                      "unit_key": f"{label}{task}{length}{finished}", "status": status, "started": finished,
+                      "finished": finished, "settings": settings, "reason": "boom" if status == "failed" else None},
+                     metrics, samples)
+
+
+def _run(store, label):
+    return store.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
+                            "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
+                            "seeds": {}, "command_line": "", "versions": {}})
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store(tmp_path / "ccq.db")
+    a, b = _run(store, "GLA"), _run(store, "CCQ_GLA & 50%")
+    for task in ("sniah_1", "sniah_2"):
+        for length in (1024, 2048):
+            _unit(store, a, "GLA", task, length, 40.0)
+            _unit(store, b, "CCQ_GLA & 50%", task, length, 90.0, finished="2026-01-01T00:00:00")
+    _unit(store, b, "CCQ_GLA & 50%", "sniah_1", 1024, 10.0, finished="2026-02-01T00:00:00")  # a later rerun wins
+    _unit(store, a, "GLA", "sniah_2", 4096, 0, status="failed")  # never shown
+    return store
+
+
+def test_layout_latest_unit_and_failed_units(store):
+    import csv
+    import io
+
+    table = list(csv.reader(io.StringIO(render_table(store, "sniah")["csv"])))
+    assert table[0] == ["label", "S1 1K", "S1 2K", "S2 (ccq-essays) 1K", "S2 (ccq-essays) 2K"]
+    rows = {row[0]: row[1:] for row in table[1:]}
+    assert rows["GLA"] == ["40", "40", "40", "40"]
+    assert rows["CCQ_GLA & 50%"] == ["10", "90", "90", "90"]
+
+
+def test_latex_booktabs_bold_and_escaping(store):
+    tex = render_table(store, "sniah")["latex"]
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    assert "CCQ\\_GLA \\& 50\\%" in tex and "CCQ_GLA & 50%" not in tex
+    gla_row = next(line for line in tex.splitlines() if line.startswith("GLA"))
+    ccq_row = next(line for line in tex.splitlines() if line.startswith("CCQ"))
+    assert gla_row.split("&")[1].strip() == "\\textbf{40.0}"  # S1 1K: 40 beats the rerun's 10
+    assert ccq_row.count("\\textbf{90.0}") == 3 and "\\textbf{10.0}" not in ccq_row
+
+
+def test_markdown_escapes_and_bolds(store):
+    md = render_table(store, "sniah")["md"]
+    assert "CCQ\\_GLA & 50%" in md and "**90.0**" in md
+    assert md.splitlines()[0].startswith("| label")
+
+
+def test_confidence_intervals(store):
+    low, high = wilson_interval(45, 50)
+    assert 78 < low < 80 and 95 < high < 97
+    assert wilson_interval(50, 50)[1] == pytest.approx(100.0) and wilson_interval(0, 50)[0] == pytest.approx(0.0)
+    md = render_table(store, "sniah", ci=True)["md"]
+    assert f"90.0 [{wilson_interval(45, 50)[0]:.1f}, {wilson_interval(45, 50)[1]:.1f}]" in md
+    csv = render_table(store, "sniah", ci=True)["csv"]
+    assert "S1 1K ci_low" in csv.splitlines()[0]
+
+
+def test_empty_store_renders_nothing(tmp_path):
+    store = Store(tmp_path / "empty.db")
+    assert render_table(store, "sniah") is None
+    assert draw_figure(store, "sniah-depth") is None
+
+
+def test_depth_heatmap_has_a_panel_per_task_and_label(store):
+    fig = draw_figure(store, "sniah-depth")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert sorted(ax.get_title() for ax in panels) == sorted(
+        f"{label} · {t}" for label in ("GLA", "CCQ_GLA & 50%") for t in ("S1", "S2"))
+    grid = next(ax for ax in panels if ax.get_title() == "GLA · S1").images[0].get_array()
+    assert grid.shape == (10, 2) and float(grid.mean()) == pytest.approx(40.0, abs=15)

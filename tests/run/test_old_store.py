@@ -1,0 +1,70 @@
+"""A store written before the package redesign (tests/fixtures/store_v1, by the commands beside it)
+resumes with nothing rerun: every unit key is computed as it was. Rerunning two of its commands
+into a fresh store reproduces its numbers."""
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ccq_eval.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "store_v1"
+COMMANDS = json.loads((FIXTURE / "commands.json").read_text())
+
+
+def counts(store: Path) -> dict:
+    db = sqlite3.connect(store)
+    return {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "units", "metrics", "samples")}
+
+
+@pytest.fixture
+def old_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)  # the lm command's --data-dir is relative, as it was when the store was written
+    store = tmp_path / "old.db"
+    shutil.copy(FIXTURE / "store.db", store)
+    return store
+
+
+@pytest.mark.e2e
+def test_every_unit_of_the_old_store_is_found_complete(old_store, capsys):
+    before = counts(old_store)
+    assert before["units"] == 9 and len(COMMANDS) == 5  # four suites, one CCQ override
+    for command in COMMANDS:
+        assert main([*command, "--store", str(old_store), "--dry-run"]) == 0
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert lines[-1].startswith("0 to run, "), (command, lines)
+    assert main([*COMMANDS[0], "--store", str(old_store)]) == 0
+    assert "all 2 units already complete" in capsys.readouterr().out
+    assert counts(old_store) == before
+
+
+@pytest.mark.e2e
+def test_a_changed_setting_is_not_mistaken_for_a_done_unit(old_store, capsys):
+    """The check above can fail: one more sample is a new unit."""
+    command = [*COMMANDS[0], "--store", str(old_store), "--dry-run"]
+    command[command.index("--samples") + 1] = "3"
+    assert main(command) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("2 to run, 0 already complete")
+
+
+def metric_values(store: Path, suite: str) -> dict:
+    rows = sqlite3.connect(store).execute(
+        "SELECT m.task, m.context_length, m.label, m.metric, m.value FROM metrics m JOIN units u ON u.id = m.unit_id "
+        "WHERE u.suite = ?", (suite,)).fetchall()
+    return {row[:4]: row[4] for row in rows}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("index,suite", [(0, "sniah"), (3, "longbench")])
+def test_rerunning_reproduces_the_old_numbers(tmp_path, monkeypatch, index, suite):
+    monkeypatch.chdir(REPO)
+    fresh = tmp_path / "fresh.db"
+    assert main([*COMMANDS[index], "--store", str(fresh)]) == 0
+    new = metric_values(fresh, suite)
+    old = {k: v for k, v in metric_values(FIXTURE / "store.db", suite).items() if k[2] == "gla-tiny"}
+    assert old.keys() == new.keys() and len(old) >= 4
+    assert new == pytest.approx(old, rel=1e-6, abs=1e-9)

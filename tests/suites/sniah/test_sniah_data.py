@@ -1,0 +1,125 @@
+"""The S-NIAH generator: RULER's template, needle, keys and placement; the token budget; the cache."""
+
+import json
+import re
+
+import pytest
+
+from ccq_eval.suites.sniah import data as sniah
+from ccq_eval.suites.sniah.haystack import HaystackError, load_haystack
+from tests.helpers import byte_tokenizer
+
+TOK = byte_tokenizer()
+PROMPT = re.compile(
+    r"^A special magic (number|uuid) is hidden within the following text\. Make sure to memorize it\. "
+    r"I will quiz you about the \1 afterwards\.\n(?P<context>.*)\n"
+    r"What is the special magic \1 for (?P<key>.+?) mentioned in the provided text\?$", re.S)
+
+
+@pytest.mark.parametrize("task,value_pattern", [
+    ("sniah_1", r"\d{7}"), ("sniah_2", r"\d{7}"),
+    ("sniah_3", r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"),
+])
+def test_prompts_follow_ruler(task, value_pattern):
+    adjectives, nouns = sniah._adjectives_and_nouns()
+    records = sniah.generate(task, TOK, 2048, 12, seed=0, haystack=load_haystack())
+    kind = "numbers" if task != "sniah_3" else "uuids"
+    for r in records:
+        match = PROMPT.match(r["input"])
+        assert match, r["input"][:200]
+        key, value = r["key"], r["outputs"][0]
+        assert match.group("key") == key and re.fullmatch(value_pattern, value)
+        adjective, noun = key.split("-", 1)
+        assert adjective in adjectives and noun in nouns
+        needle = f"One of the special magic {kind} for {key} is: {value}."
+        assert match.group("context").count(needle) == 1
+        assert r["gen_prefix"] == f"The special magic {kind[:-1]} for {key} mentioned in the provided text is"
+
+
+def test_prompt_plus_generation_fits_and_fills_the_budget():
+    for task, unit_tokens in (("sniah_1", len(sniah.REPEAT_FILLER) + 1), ("sniah_2", 40)):
+        for length in (1024, 3000):
+            records = sniah.generate(task, TOK, length, 10, seed=1, haystack=load_haystack())
+            for r in records:
+                tokens = len(TOK(sniah.prompt_of(r))["input_ids"])
+                assert tokens + 128 <= length
+                assert r["length"] == tokens + 128 and r["max_length"] == length
+            # the haystack is the largest that fits: one more filler unit / a few words would not
+            assert max(r["length"] for r in records) > length - unit_tokens
+
+
+def test_needle_placement():
+    repeat = sniah.generate("sniah_1", TOK, 4096, 40, seed=2, haystack=None)
+    for r in repeat:
+        sentences = r["input"].split("\n")[1:-1]
+        index = next(i for i, s in enumerate(sentences) if s.startswith("One of the special magic"))
+        assert sentences[:index] == [sniah.REPEAT_FILLER] * index
+        assert r["depth"] == pytest.approx(100 * index / r["haystack_units"])
+    assert len({r["depth"] for r in repeat}) > 5  # placement really varies
+    essays = sniah.generate("sniah_2", TOK, 4096, 40, seed=2, haystack=load_haystack())
+    for r in essays:
+        assert r["depth"] in sniah.DEPTHS
+        before = PROMPT.match(r["input"]).group("context").split("One of the special magic")[0]
+        assert before == "" or before.rstrip()[-1] in ".!?"  # inserted at a sentence boundary
+    assert len({r["depth"] for r in essays}) > 10
+
+
+def test_generation_is_deterministic_and_seeded():
+    a = sniah.generate("sniah_2", TOK, 1024, 5, seed=3, haystack=load_haystack())
+    b = sniah.generate("sniah_2", TOK, 1024, 5, seed=3, haystack=load_haystack())
+    c = sniah.generate("sniah_2", TOK, 1024, 5, seed=4, haystack=load_haystack())
+    assert a == b and a != c
+
+
+def test_frozen_cache_is_reused_and_verified():
+    hay = load_haystack()
+    first, digest, reused = sniah.load_or_generate("sniah_3", TOK, 1024, 6, 0, hay)
+    again, digest2, reused2 = sniah.load_or_generate("sniah_3", TOK, 1024, 6, 0, hay)
+    assert (reused, reused2) == (False, True) and first == again and digest == digest2
+    path = sniah.dataset_path(sniah.dataset_key("sniah_3", sniah.tokenizer_fingerprint(TOK), 1024, 6, 0, hay))
+    meta = json.loads(path.with_suffix(".meta.json").read_text())
+    assert meta["content_sha256"] == digest and meta["key"]["task"] == "sniah_3"
+    path.write_text(path.read_text().replace("magic", "tragic", 1))  # tampered: rebuilt, not trusted
+    rebuilt, digest3, reused3 = sniah.load_or_generate("sniah_3", TOK, 1024, 6, 0, hay)
+    assert reused3 is False and rebuilt == first and digest3 == digest
+
+
+def test_dataset_key_covers_everything_that_changes_the_data(tmp_path):
+    hay = load_haystack()
+    other_hay = tmp_path / "other.txt"
+    other_hay.write_text(" ".join(["Another essay sentence here."] * 400))
+    base = sniah.dataset_key("sniah_2", "tok", 1024, 10, 0, hay)
+    changed = [
+        sniah.dataset_key("sniah_2", "tok2", 1024, 10, 0, hay),
+        sniah.dataset_key("sniah_2", "tok", 2048, 10, 0, hay),
+        sniah.dataset_key("sniah_2", "tok", 1024, 11, 0, hay),
+        sniah.dataset_key("sniah_2", "tok", 1024, 10, 1, hay),
+        sniah.dataset_key("sniah_2", "tok", 1024, 10, 0, load_haystack(str(other_hay))),
+    ]
+    assert all(sniah.dataset_path(k) != sniah.dataset_path(base) for k in changed)
+    # S-NIAH-1 does not read the essays: its key ignores them
+    assert sniah.dataset_key("sniah_1", "tok", 1024, 10, 0, hay) == sniah.dataset_key("sniah_1", "tok", 1024, 10, 0, None)
+
+
+def test_essays_cycle_when_the_length_needs_more_words():
+    records = sniah.generate("sniah_2", TOK, 20000, 2, seed=0, haystack=load_haystack())
+    assert records[0]["haystack_passes"] >= 2 and records[0]["length"] > 19000
+
+
+def test_length_below_the_prompt_skeleton():
+    with pytest.raises(sniah.SniahError, match="use a larger --lengths"):
+        sniah.generate("sniah_1", TOK, 300, 2, seed=0, haystack=None)
+    assert 300 < sniah.skeleton_tokens("sniah_1", TOK, None) + 128
+
+
+@pytest.mark.parametrize("content,message", [
+    ("too short " * 20, "too short for a haystack"),
+    (b"\xff\xfe\x00binary", "not UTF-8 text"),
+    ('{"text": 1}\n', "no string field 'text'"),
+    ("not json\n", "is not JSON"),
+])
+def test_bad_haystacks(tmp_path, content, message):
+    path = tmp_path / ("bad.jsonl" if isinstance(content, str) and content.endswith("\n") else "bad.txt")
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(HaystackError, match=message):
+        load_haystack(str(path))

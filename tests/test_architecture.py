@@ -1,0 +1,204 @@
+"""The package's shape: no import cycle (function-level imports included), a CLI that loads no
+heavy library, one error base every input error derives from, a runner that knows only the suite
+interface, and LongBench YAMLs that equal the ones generated from the task table."""
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ccq_eval"
+REPO = PACKAGE.parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the ccq_eval modules it imports anywhere in its body (lazy imports count too)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        edges = set()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names if a.name in files}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:  # `from pkg import submodule` depends on the submodule
+                    target = f"{base}.{alias.name}"
+                    edges.add(target if target in files else base)
+        graph[name] = {e for e in edges if e in files and e != name}
+    return graph
+
+
+def find_cycle(graph):
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle_anywhere_in_the_package():
+    graph = import_graph()
+    assert len(graph) > 40 and "ccq_eval.suites.sniah.driver" in graph  # the walk saw the whole tree
+    assert "ccq_eval.lm.harness" in graph["ccq_eval.suites.sniah.driver"]  # and lazy imports count
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
+    graph = import_graph()
+    for user in ("ccq_eval.run.runner", "ccq_eval.cli", "ccq_eval.views"):
+        reached = {m for m in graph[user] if m.startswith("ccq_eval.suites.")}
+        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes", "ccq_eval.suites.seeds"}
+        if user == "ccq_eval.cli":  # `data fetch` names each suite's fetch function
+            allowed |= {"ccq_eval.suites.lm.data", "ccq_eval.suites.longbench.data",
+                        "ccq_eval.suites.longbench.tasks", "ccq_eval.suites.longppl.corpora"}
+        assert reached <= allowed, (user, reached - allowed)
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    code = ("import sys, ccq_eval.cli, ccq_eval.suites, ccq_eval.run.runner; "
+            "print(sorted(m for m in ('torch', 'fla', 'transformers', 'lm_eval', 'datasets', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_input_error_derives_from_the_one_base():
+    from ccq_eval.errors import BadInput, StoreWriteFailure
+
+    errors = {"ccq_eval.suites.base": "SuiteError", "ccq_eval.store": "StoreError",
+              "ccq_eval.models.loading": "ModelLoadError", "ccq_eval.suites.sniah.haystack": "HaystackError",
+              "ccq_eval.suites.sniah.data": "SniahError", "ccq_eval.suites.longppl.corpora": "CorpusError",
+              "ccq_eval.suites.longbench.data": "LongBenchError", "ccq_eval.suites.lm.data": "LmDataError"}
+    for module, name in errors.items():
+        assert issubclass(getattr(importlib.import_module(module), name), BadInput), name
+    from ccq_eval.store import StoreWriteError
+
+    assert issubclass(StoreWriteError, StoreWriteFailure) and not issubclass(StoreWriteError, BadInput)
+
+
+def test_a_new_suites_own_error_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    """The CLI catches the base, not a list: an error class it has never heard of still gets the contract."""
+    from ccq_eval.cli import main
+    from ccq_eval.errors import BadInput
+    from ccq_eval.suites import SUITES
+    from ccq_eval.suites.sniah import SniahSuite
+
+    class BrandNewSuiteError(BadInput):
+        pass
+
+    class Failing:
+        def __init__(self, plan):
+            pass
+
+        def check_inputs(self):
+            raise BrandNewSuiteError("--data-dir: the frobnicator data is missing; run `make frob`")
+
+    monkeypatch.setitem(SUITES, "sniah", SniahSuite(**{**SUITES["sniah"].__dict__}))
+    monkeypatch.setattr(SniahSuite, "driver", lambda self, plan: Failing(plan))
+    store = tmp_path / "s.db"
+    assert main(["--model", "zoo:gla-tiny", "--suite", "sniah", "--store", str(store)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "ccq-eval: error: --data-dir: the frobnicator data is missing; run `make frob`"
+    assert not store.exists()
+
+
+def test_an_unknown_suite_is_refused_not_mapped_to_another():
+    from ccq_eval.suites import SuiteError, get_suite
+
+    with pytest.raises(SuiteError, match="unknown suite; available: lm, sniah, longppl, longbench, all"):
+        get_suite("ruler")
+
+
+def test_a_suite_registered_through_the_interface_runs_end_to_end(monkeypatch, tmp_path):
+    """The runner needs nothing but the interface: a toy suite with its own driver lands in the store."""
+    from ccq_eval.run import RunRequest, run_suite
+    from ccq_eval.store import Store
+    from ccq_eval.suites import SUITES
+    from ccq_eval.suites.base import Suite
+    from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+
+    class CountDriver:
+        def __init__(self, plan):
+            self.plan = plan
+
+        def check_inputs(self):
+            pass
+
+        def max_length(self):
+            return max(self.plan.lengths)
+
+        def check_with_tokenizer(self):
+            pass
+
+        def unit_settings(self, task, length):
+            return {"max_length": length}, {"toy": task}
+
+        def run_units(self, units):
+            return evaluate_each(units, lambda u: UnitOutcome(
+                "complete", metrics=[self.plan.metric("score", float(u.context_length), is_primary=True)]))
+
+    class ToySuite(Suite):
+        def driver(self, plan):
+            return CountDriver(plan)
+
+    monkeypatch.setitem(SUITES, "toy", ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(8, 16),
+                                                 default_samples=1))
+    from tests.oracle import oracle_loader
+
+    store = tmp_path / "s.db"
+    request = RunRequest(model="oracle", suite="toy", store=str(store), label="toy")
+    assert run_suite(request, oracle_loader(tmp_path), out=lambda *_: None) == 0
+    rows = Store(store, readonly=True).query("SELECT task, context_length, value FROM metrics ORDER BY task, context_length")
+    assert [tuple(r) for r in rows] == [("toy_a", 8, 8.0), ("toy_a", 16, 16.0), ("toy_b", 8, 8.0), ("toy_b", 16, 16.0)]
+
+
+def test_committed_longbench_yamls_equal_the_generated_ones():
+    from ccq_eval.suites.longbench.tasks import TASKS
+    from ccq_eval.suites.longbench.yamls import generated
+
+    folder = REPO / "tasks" / "longbench"
+    expected = generated()
+    assert len(expected) == len(TASKS) == 14
+    committed = {p.name: p.read_text() for p in folder.glob("longbench_*.yaml")}
+    assert committed == expected
+
+
+def test_the_generated_yaml_carries_the_tables_budget():
+    """A change to the table shows up in the YAML (the comparison above can fail)."""
+    import dataclasses
+
+    from ccq_eval.suites.longbench.tasks import TASKS
+    from ccq_eval.suites.longbench.yamls import task_yaml
+
+    changed = dataclasses.replace(TASKS["qasper"], max_gen=999)
+    assert "max_gen_toks: 999" in task_yaml(changed) and "max_gen_toks: 128" in task_yaml(TASKS["qasper"])
+    assert "longbench_key: qasper\n" in task_yaml(TASKS["qasper"])
