@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from ccq_eval.data import local
 from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
@@ -48,17 +49,14 @@ def render_prompt(key: str, record: dict) -> str:
 
 
 def local_path(key: str, data_dir: str | None) -> Path | None:
-    candidates = ([Path(data_dir) / "longbench" / f"{key}.jsonl"] if data_dir else []) + [
-        cache_root() / "longbench" / f"{key}.jsonl"]
-    return next((p for p in candidates if p.exists()), None)
+    return local.find("longbench", key, data_dir)
 
 
 def check_available(keys: list[str], data_dir: str | None) -> None:
     missing = [k for k in keys if local_path(k, data_dir) is None]
     if missing:
-        where = f"{data_dir}/longbench/" if data_dir else "--data-dir DIR/longbench/"
-        raise LongBenchError(f"LongBench data not found offline: {', '.join(missing)}; put <key>.jsonl (LongBench's "
-                             f"record format) in {where}, or run `{FETCH_COMMAND}` on a machine with network access")
+        raise LongBenchError(local.not_found("LongBench data", missing, "longbench", data_dir,
+                                             "<key>.jsonl (LongBench's record format)", FETCH_COMMAND))
 
 
 def read_records(path: Path) -> list[dict]:

@@ -5,13 +5,11 @@ and the plugin reads the frozen file."""
 
 from __future__ import annotations
 
-import math
-
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.longbench import data as longbench
 from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, mean_and_stderr
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
 
 
 class LongBenchDriver:
@@ -63,15 +61,9 @@ class LongBenchDriver:
         out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        logged = sorted(out["samples"][unit.task], key=lambda e: e["doc_id"])
-        if len(logged) != len(docs):
-            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(docs)} prompts")
         samples, scores = [], []
-        for entry in logged:
+        for entry, score in logged_entries(out, unit.task, len(docs)):
             doc = entry["doc"]
-            score = float(entry["score"])
-            if not math.isfinite(score):
-                raise RuntimeError(f"non-finite score for {unit.task} sample {doc['index']}")
             scores.append(score)
             prediction = entry["filtered_resps"][0]
             samples.append({"idx": doc["index"], "target": doc["answers"][0] if doc["answers"] else "",

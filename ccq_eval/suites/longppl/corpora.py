@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccq_eval.data import SHIPPED_ESSAYS
+from ccq_eval.data import SHIPPED_ESSAYS, local
 from ccq_eval.data.cache import cache_root, content_hash, freeze, load_or_build, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
@@ -100,13 +100,11 @@ class CorpusError(BadInput):
 
 def local_path(corpus: str, data_dir: str | None) -> Path | None:
     """DATA_DIR/longppl/<corpus>.jsonl, else the fetched (or, for SHIPPED, written) copy in the cache, else None."""
-    candidates = ([Path(data_dir) / "longppl" / f"{corpus}.jsonl"] if data_dir else []) + [
-        cache_root() / "longppl" / f"{corpus}.jsonl"]
-    found = next((p for p in candidates if p.exists()), None)
+    found = local.find("longppl", corpus, data_dir)
     if found is None and corpus in SHIPPED:
         import platform
 
-        found = candidates[-1]
+        found = local.candidates("longppl", corpus, data_dir)[-1]
         load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus])
     return found
 
@@ -114,9 +112,8 @@ def local_path(corpus: str, data_dir: str | None) -> Path | None:
 def check_available(corpora: list[str], data_dir: str | None) -> None:
     missing = [c for c in corpora if local_path(c, data_dir) is None]
     if missing:
-        where = f"{data_dir}/longppl/" if data_dir else "--data-dir DIR/longppl/"
-        raise CorpusError(f"long-context corpora not found offline: {', '.join(missing)}; put <corpus>.jsonl "
-                          f"(field 'text') in {where}, or run `{FETCH_COMMAND}` on a machine with network access")
+        raise CorpusError(local.not_found("long-context corpora", missing, "longppl", data_dir,
+                                          "<corpus>.jsonl (field 'text')", FETCH_COMMAND))
 
 
 def read_documents(path: Path) -> tuple[list[str], int]:

@@ -4,12 +4,10 @@ from the frozen file."""
 
 from __future__ import annotations
 
-import math
-
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.base import format_length
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, mean_and_stderr
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.scoring import answer_prefix
@@ -120,17 +118,11 @@ class SniahDriver:
         out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        logged = out["samples"][unit.task]
-        if len(logged) != len(records):
-            raise RuntimeError(f"lm-eval returned {len(logged)} samples for {len(records)} prompts")
-        entries = sorted(logged, key=lambda e: e["doc_id"])
-        nlls = self._answer_nll([e["doc"] for e in entries])
+        entries = logged_entries(out, unit.task, len(records))
+        nlls = self._answer_nll([entry["doc"] for entry, _ in entries])
         samples, scores = [], []
-        for entry, nll in zip(entries, nlls):
+        for (entry, score), nll in zip(entries, nlls):
             doc = entry["doc"]
-            score = float(entry["score"])
-            if not math.isfinite(score):
-                raise RuntimeError(f"non-finite score for sample {doc['index']}")
             scores.append(score)
             prediction = entry["filtered_resps"][0]
             samples.append({

@@ -27,9 +27,10 @@ def column_name(suite, task: str, haystack, length: int) -> str:
     return f"{suite.display[task]}{f' ({haystack})' if isinstance(haystack, str) else ''} {format_length(length)}"
 
 
-def cells(suite, frame: pd.DataFrame, metric: str = "score") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def cells(suite, frame: pd.DataFrame, metric: str = "score",
+          bounds: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(values, ci_low, ci_high): rows = labels, columns = S1/S2/S3 x lengths in the paper's order.
-    The Wilson bounds apply to the score (a proportion) only."""
+    The Wilson bounds (with ``bounds``) apply to the score (a proportion) only; NaN otherwise."""
     rows = frame[(frame.suite == "sniah") & (frame.metric == metric)].copy() if not frame.empty else frame
     if rows.empty:
         return (pd.DataFrame(),) * 3
@@ -38,9 +39,9 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score") -> tuple[pd.DataFra
     rows["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)
                      for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
     columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
-    bounds = ([wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)] if metric == "score"
-              else [(math.nan, math.nan)] * len(rows))
-    rows["low"], rows["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    intervals = ([wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)]
+                 if metric == "score" and bounds else [(math.nan, math.nan)] * len(rows))
+    rows["low"], rows["high"] = [b[0] for b in intervals], [b[1] for b in intervals]
 
     def pivot(field):
         return rows.pivot(index="label", columns="column", values=field).reindex(columns=columns)
@@ -66,7 +67,7 @@ def paired_deltas(suite, store, baseline: str) -> dict:
 
 
 def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
-    values, low, high = cells(suite, frame)
+    values, low, high = cells(suite, frame, bounds=options.ci)
     paired = paired_deltas(suite, store, options.baseline) if options.baseline and options.ci else {}
     return Table(values=values, low=None if values.empty else low, high=None if values.empty else high,
                  caption=r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
