@@ -30,6 +30,7 @@ def fixture_store(tmp_path):
     return tmp_path / "ccq.db"
 
 
+@pytest.mark.e2e
 def test_extrapolation_notebook_executes(fixture_store, tmp_path):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     os.environ["CCQ_EVAL_STORE"] = str(fixture_store)

@@ -5,9 +5,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.e2e
 def test_wheel_carries_the_plugins_and_lm_eval_finds_them(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO),
                     "-w", str(tmp_path)], check=True, capture_output=True)

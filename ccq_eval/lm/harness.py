@@ -7,6 +7,7 @@ own tasks (the lm suite) go through its default TaskManager, as config dicts.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import logging
 from functools import lru_cache
@@ -24,10 +25,11 @@ def builtin_tasks():
     return TaskManager()
 
 
-def evaluate(lm, task, seed: int, metadata: dict | None = None, limit: int | None = None,
+def evaluate(lm, task, seed: int, max_length: int, metadata: dict | None = None, limit: int | None = None,
              num_fewshot: int | None = None, bootstrap_iters: int = 0) -> dict | None:
     """simple_evaluate on one task: a name of our plugins (with ``metadata``), or a config dict of one
-    of lm-eval's own tasks. None on a data-parallel rank other than 0 (rank 0 gathers its share)."""
+    of lm-eval's own tasks, under the context budget ``max_length`` (what the unit records). None on
+    a data-parallel rank other than 0 (rank 0 gathers its share)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
@@ -37,9 +39,11 @@ def evaluate(lm, task, seed: int, metadata: dict | None = None, limit: int | Non
         manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
     else:
         manager = builtin_tasks()
-    return lm_eval.simple_evaluate(model=lm, tasks=[task], task_manager=manager, log_samples=True, limit=limit,
-                                   num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
-                                   numpy_random_seed=seed, torch_random_seed=seed)
+    budget = lm.budget(max_length) if hasattr(lm, "budget") else contextlib.nullcontext()  # scripted test LMs
+    with budget:
+        return lm_eval.simple_evaluate(model=lm, tasks=[task], task_manager=manager, log_samples=True, limit=limit,
+                                       num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
+                                       numpy_random_seed=seed, torch_random_seed=seed)
 
 
 def without_samples(out: dict) -> dict:

@@ -9,6 +9,7 @@ always given (the suite's longest length), and a prompt that would be cut raises
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -70,7 +71,28 @@ class CCQEvalLM(HFLM):
     def prompt_key(self, prompt: str) -> tuple[int, ...]:
         return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
 
+    @contextlib.contextmanager
+    def budget(self, max_length: int):
+        """The context budget for one suite's evaluations: each suite's own (the lm suite's 2048 under
+        --suite all, where the wrapper is built with the run's longest length)."""
+        saved = self._max_length
+        self._max_length = max_length
+        try:
+            yield self
+        finally:
+            self._max_length = saved
+
+    def _newline_stop(self, generation_kwargs: dict) -> dict:
+        """LongBench's pred.py for samsum: the newline token ends generation like EOS, and the first
+        token may be neither (its min_length = prompt + 1); the newline stays in the output."""
+        if not generation_kwargs.pop("stop_at_newline", False):
+            return generation_kwargs
+        newline = self.tokenizer.encode("\n", add_special_tokens=False)[-1]
+        stops = [t for t in (self.tokenizer.eos_token_id, newline) if t is not None]
+        return {**generation_kwargs, "eos_token_id": stops, "min_new_tokens": 1}
+
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
+        generation_kwargs = self._newline_stop(generation_kwargs)
         expected = getattr(self, "_expected_answers", None)
         mask = generation_kwargs.get("attention_mask")
         if not expected or mask is None:

@@ -69,6 +69,7 @@ def test_cli_maps_a_failed_write_to_exit_1(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "ccq-eval: error: store 'x.db': cannot write (database or disk is full); nothing partial was kept"
 
 
+@pytest.mark.e2e
 def test_sigint_prints_what_finished_and_resumes(tmp_path):
     cmd, env, store = cli_command(tmp_path, "gla", samples=10)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -160,6 +161,7 @@ def test_bad_shards(tokenizer_dir, tmp_path, shard, message):
     assert not (tmp_path / "s.db").exists()
 
 
+@pytest.mark.e2e
 def test_two_process_data_parallel_equals_one_process(tmp_path):
     """Two CPU processes under torch's launcher (what `accelerate launch --multi_gpu` runs on GPUs;
     accelerate's own CPU mode needs MPI), gloo backend: the ranks split the prompts, rank 0 alone
@@ -185,6 +187,7 @@ def test_two_process_data_parallel_equals_one_process(tmp_path):
     assert sqlite3.connect(two).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # rank 0 alone wrote
 
 
+@pytest.mark.e2e
 def test_sigkill_at_random_points_never_leaves_a_partial_unit(tmp_path):
     """Killed at seeded random moments (start-up, mid-unit, mid-write): every stored unit is whole,
     and the final rerun completes the set with no duplicates."""

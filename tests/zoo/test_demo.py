@@ -3,11 +3,13 @@ samples): every evaluation lands in one store, the sweep rows carry S-NIAH-1 onl
 give the perplexity columns, and the seeds table groups NAME with NAME-s1."""
 
 import pandas as pd
+import pytest
 
 from ccq_eval import demo
 from ccq_eval.cli import main
 
 
+@pytest.mark.e2e
 def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     zoo, out = tmp_path / "zoo", tmp_path / "demo"
     models = "gla-tiny,gla-tiny-s1,gdn-tiny"

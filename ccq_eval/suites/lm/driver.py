@@ -50,7 +50,7 @@ class LmDriver:
             splits = {config.get(k) for k in ("training_split", "validation_split", "test_split", "fewshot_split")}
             config["custom_dataset"] = lambda **_: {split: records for split in splits if split}
         with offline():
-            out = evaluate(r.evaluand.lm, config, r.request.seed, limit=r.samples, num_fewshot=0, bootstrap_iters=1000)
+            out = evaluate(r.evaluand.lm, config, r.request.seed, CONTEXT, limit=r.samples, num_fewshot=0, bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         results = out["results"][unit.task]

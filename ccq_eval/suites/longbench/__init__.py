@@ -2,8 +2,8 @@
 
 tasks.py (the one table of tasks: prompts, budgets, metrics; the YAMLs are generated from it),
 data.py (records, middle truncation, built prompts frozen in the cache), plugin.py (what
-tasks/longbench calls), scoring.py (the official eval.py), driver.py, tables.py. Importing this
-module imports none of them.
+tasks/longbench calls), metrics.py + scoring.py (the official metrics and eval.py), driver.py,
+tables.py. Importing this module imports none of them.
 """
 
 from __future__ import annotations

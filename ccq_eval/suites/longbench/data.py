@@ -1,21 +1,16 @@
-"""LongBench's 14 English tasks: records in LongBench's format, the official prompts and generation
-budgets, and the official middle truncation (pred.py: keep the first and last halves of the prompt's
-tokens) so that prompt + the task's generation budget fit the length.
-
-The prompt templates are read from lm-eval's LongBench task files (they reproduce LongBench's
-dataset2prompt.json verbatim, typos included) instead of being copied here.
-"""
+"""LongBench's records (its own format), the official prompts filled in (tasks.py), and the official
+middle truncation (pred.py: keep the first and last halves of the prompt's tokens) so that prompt +
+the task's generation budget fit the length; each unit's prompts are frozen in the cache."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from ccq_eval.data import local
 from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
-from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS
+from ccq_eval.suites.longbench.tasks import TASKS
 
 FETCH_COMMAND = "ccq-eval data fetch longbench"
 HUB_ID, HUB_REVISION = "THUDM/LongBench", "main"  # UNVERIFIED: not fetched from this project yet
@@ -28,24 +23,9 @@ class LongBenchError(BadInput):
     """A LongBench file that is missing or malformed; the message names it and the fix."""
 
 
-@lru_cache(maxsize=None)
-def prompt_template(key: str):
-    """The official prompt as a jinja template (lm-eval's task file, which names LongBench's 'input' 'question')."""
-    import jinja2
-    import lm_eval
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)  # lm-eval's !function tags
-    path = Path(lm_eval.__file__).parent / "tasks" / "longbench" / f"{key}.yaml"
-    config = yaml.load(path.read_text(), Loader=_Loader)
-    return jinja2.Template(config["doc_to_text"], keep_trailing_newline=True)
-
-
 def render_prompt(key: str, record: dict) -> str:
-    return prompt_template(key).render(context=record["context"], question=record["input"])
+    """The official prompt filled as pred.py fills it: str.format with the record's fields."""
+    return TASKS[key].prompt.format(**record)
 
 
 def local_path(key: str, data_dir: str | None) -> Path | None:
@@ -131,7 +111,7 @@ PROMPTS_VERSION = 1
 
 
 def prompts_key(key: str, records_hash: str, tokenizer_fp: str, length: int, samples: int | None) -> dict:
-    return {"prompts": "longbench", "version": PROMPTS_VERSION, "task_version": TASK_VERSION, "key": key,
+    return {"prompts": "longbench", "version": PROMPTS_VERSION, "task_version": TASKS[key].version, "key": key,
             "records": records_hash, "tokenizer": tokenizer_fp, "length": length, "samples": samples}
 
 

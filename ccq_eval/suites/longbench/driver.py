@@ -8,7 +8,7 @@ from __future__ import annotations
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.longbench import data as longbench
-from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS
+from ccq_eval.suites.longbench.tasks import TASKS
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
 
 
@@ -40,7 +40,7 @@ class LongBenchDriver:
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         spec = TASKS[self.key(task)]
         settings = {"max_length": length, "max_gen_toks": spec.max_gen, "truncation": "middle (LongBench pred.py)",
-                    "metric": spec.metric, "first_line": spec.first_line, "task_version": TASK_VERSION}
+                    "metric": spec.metric, "first_line": spec.first_line, "task_version": spec.version}
         data_key = {"records": self.records_hash[self.key(task)], "tokenizer": self.tokenizer_fp}
         return settings, data_key
 
@@ -58,7 +58,7 @@ class LongBenchDriver:
         metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
                     "max_seq_lengths": [unit.context_length], "num_samples": r.samples or 0,
                     "data_dir": r.request.data_dir or ""}
-        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
+        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, unit.context_length, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         samples, scores = [], []

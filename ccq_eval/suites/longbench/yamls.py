@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ccq_eval.suites.longbench.tasks import TASK_VERSION, TASKS, LongBenchTask
+from ccq_eval.suites.longbench.tasks import TASKS, LongBenchTask
 
 HEADER = "# Generated from ccq_eval/suites/longbench/tasks.py by yamls.py; edit the table, not this file.\n"
 
@@ -25,8 +25,9 @@ def task_yaml(task: LongBenchTask) -> str:
             "  do_sample: false\n"
             "  temperature: 0.0\n"
             "  until: []\n"
-            "metadata:\n"
-            f"  version: {TASK_VERSION}\n")
+            + ("  stop_at_newline: true\n" if task.stop_at_newline else "")
+            + "metadata:\n"
+            f"  version: {task.version}\n")
 
 
 def generated() -> dict[str, str]:

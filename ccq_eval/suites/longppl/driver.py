@@ -95,7 +95,7 @@ class LongpplDriver:
             metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
                         "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "l_max": self.l_max,
                         "data_dir": r.request.data_dir or ""}
-            out = evaluate(r.evaluand.lm, task, r.request.seed, metadata)
+            out = evaluate(r.evaluand.lm, task, r.request.seed, self.l_max, metadata)
             if out is None:  # a data-parallel rank other than 0
                 continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])

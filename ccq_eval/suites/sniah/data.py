@@ -122,12 +122,30 @@ def prompt_of(record: dict) -> str:
     return record["input"] + " " + record["gen_prefix"]
 
 
-def skeleton_tokens(task: str, tokenizer, haystack: Haystack | None) -> int:
-    """Tokens of a prompt with an empty haystack: the smallest length that can hold any sample is this + 128."""
-    rng = random.Random(0)
+def draws(task: str, length: int, samples: int, seed: int):
+    """Each sample's (key, value, placement seed), in order: what generate() draws (str seeds are
+    stable across processes)."""
     variant = VARIANTS[task]
-    record = _sample(variant, 0, random_key(rng), random_value(variant.value, rng), 0, haystack)
-    return count_tokens(tokenizer, prompt_of(record))
+    rng = random.Random(f"{seed}-{task}-{length}")
+    for _ in range(samples):
+        yield random_key(rng), random_value(variant.value, rng), rng.getrandbits(64)
+
+
+def _probe(task: str, length: int, seed: int) -> tuple[str, str, int]:
+    """The sample the haystack is sized on."""
+    probe = random.Random(f"{seed}-{task}-{length}-probe")
+    return random_key(probe), random_value(VARIANTS[task].value, probe), probe.getrandbits(64)
+
+
+def smallest_length(task: str, tokenizer, haystack: Haystack | None, length: int, samples: int, seed: int) -> int:
+    """The smallest length whose budget holds every sample of (task, length, samples, seed) with an
+    empty haystack, plus the 128 generated tokens: below it a sample cannot be generated at all."""
+    variant = VARIANTS[task]
+    worst = 0
+    for key, value, placement in [_probe(task, length, seed), *draws(task, length, samples, seed)]:
+        record = _sample(variant, 0, key, value, placement, haystack)
+        worst = max(worst, count_tokens(tokenizer, prompt_of(record)))
+    return worst + TOKENS_TO_GENERATE
 
 
 def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack: Haystack | None,
@@ -135,7 +153,6 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
     """``samples`` prompts of at most ``length - 128`` tokens for one task and length."""
     variant = VARIANTS[task]
     budget = length - TOKENS_TO_GENERATE
-    rng = random.Random(f"{seed}-{task}-{length}")  # str seeds are stable across processes
 
     def fits(units, key, value, placement_seed):
         record = _sample(variant, units, key, value, placement_seed, haystack)
@@ -143,8 +160,7 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
         return tokens <= budget, record, tokens
 
     # size the haystack on a probe sample: the largest unit count whose prompt fits (binary search)
-    probe = random.Random(f"{seed}-{task}-{length}-probe")
-    key, value, placement = random_key(probe), random_value(variant.value, probe), probe.getrandbits(64)
+    key, value, placement = _probe(task, length, seed)
     if not fits(0, key, value, placement)[0]:
         raise SniahError(f"length {length}: the {task} prompt alone needs more than {budget} tokens plus "
                          f"{TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
@@ -157,12 +173,14 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
     units = low
 
     records = []
-    for index in range(samples):
-        key, value, placement = random_key(rng), random_value(variant.value, rng), rng.getrandbits(64)
+    for index, (key, value, placement) in enumerate(draws(task, length, samples, seed)):
         n = units
         ok, record, tokens = fits(n, key, value, placement)
         while not ok:  # a longer key can push a sample over: shrink this one until it fits
-            n -= max(1, n // 200)
+            if n == 0:
+                raise SniahError(f"length {length}: the {task} prompt for key {key!r} alone needs {tokens} tokens "
+                                 f"plus {TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
+            n = max(0, n - max(1, n // 200))
             ok, record, tokens = fits(n, key, value, placement)
         records.append({"index": index, **record, "length": tokens + TOKENS_TO_GENERATE, "max_length": length})
         if progress is not None:

@@ -45,18 +45,17 @@ class SniahDriver:
         r = self.runner
         tokenizer = r.evaluand.tokenizer
         self.tokenizer_fp = sniah.tokenizer_fingerprint(tokenizer)
-        for task in r.tasks:  # a length that cannot hold the prompt skeleton is bad input
-            smallest = sniah.skeleton_tokens(task, tokenizer, self.haystack) + sniah.TOKENS_TO_GENERATE
+        for task in r.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
             for length in r.lengths:
+                smallest = sniah.smallest_length(task, tokenizer, self.haystack, length, r.samples, r.request.seed)
                 if length < smallest:
-                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold a {task} prompt "
+                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
                                            f"({smallest} tokens at least with an empty haystack); use larger lengths")
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         essay = sniah.VARIANTS[task].haystack == "essay"
         settings = {
-            # the budget this unit is evaluated under (prompts are never cut, so the wrapper's overall
-            # cap, the longest length of the run, changes no number)
+            # the budget this unit is evaluated under (the wrapper is set to it for the unit's evaluation)
             "max_length": length, "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
             "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
         }
@@ -115,7 +114,7 @@ class SniahDriver:
                     "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "seed": r.request.seed,
                     "haystack": self.haystack_path or ""}
         self._expect_answers(records)
-        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, metadata)
+        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, unit.context_length, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         entries = logged_entries(out, unit.task, len(records))

@@ -51,6 +51,7 @@ def model_dir(tmp_path_factory):
     return save_checkpoint(tiny_model("gla"), tmp_path_factory.mktemp("m") / "tiny-gla")
 
 
+@pytest.mark.e2e
 def test_lm_suite_end_to_end_into_store_and_table(model_dir, data_dir, tmp_path, capsys):
     store = tmp_path / "s.db"
     assert main(["--model", str(model_dir), "--suite", "lm", "--data-dir", str(data_dir), "--store", str(store),
@@ -90,6 +91,7 @@ def test_suite_all_refuses_task_subsets(model_dir, tmp_path, capsys):
     assert code == 2 and "--suite all runs every suite" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_suite_all_runs_every_suite_in_one_run_record(model_dir, data_dir, tmp_path, monkeypatch):
     """Every suite with its defaults (one sample each), one run record, every unit complete."""
     import random
@@ -112,3 +114,35 @@ def test_suite_all_runs_every_suite_in_one_run_record(model_dir, data_dir, tmp_p
     assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
     suites = dict(db.execute("SELECT suite, COUNT(*) FROM units WHERE status = 'complete' GROUP BY suite"))
     assert suites == {"lm": 9, "sniah": 12, "longppl": 54, "longbench": 14}
+
+
+def test_the_lm_suite_keeps_its_own_2048_window_whatever_the_run_builds(model_dir, tmp_path, monkeypatch):
+    """--suite all builds one wrapper with the run's longest length (20,480); wikitext's rolling
+    perplexity must still use lm-eval's 2048-token windows, as the unit's settings say."""
+    from ccq_eval.run import RunRequest, load_evaluand, run_suite
+
+    root = tmp_path / "data"
+    (root / "lm").mkdir(parents=True)
+    page = " = Long = \n" + "".join(f" The {i}th tower was built in {1800 + i} near the river . \n" for i in range(120))
+    assert len(page) > 3 * 2048  # bytes = tokens: several 2048-token windows
+    (root / "lm" / "wikitext.jsonl").write_text(json.dumps({"page": page}) + "\n")
+
+    def word_perplexity(loader, name):
+        store = tmp_path / f"{name}.db"
+        request = RunRequest(model=str(model_dir), suite="lm", tasks="wikitext", store=str(store), data_dir=str(root),
+                             device="cpu", label=name)
+        assert run_suite(request, loader, out=lambda *_: None) == 0
+        db = sqlite3.connect(store)
+        settings = json.loads(db.execute("SELECT settings FROM units").fetchone()[0])
+        assert settings["max_length"] == 2048
+        return db.execute("SELECT value FROM metrics WHERE metric = 'word_perplexity'").fetchone()[0]
+
+    alone = word_perplexity(load_evaluand, "alone")
+    in_all = word_perplexity(lambda request, _: load_evaluand(request, 20480), "in-all")
+    assert in_all == pytest.approx(alone, rel=1e-9)
+    import contextlib
+
+    from ccq_eval.lm.wrapper import CCQEvalLM
+
+    monkeypatch.setattr(CCQEvalLM, "budget", lambda self, length: contextlib.nullcontext())  # the old behaviour
+    assert abs(word_perplexity(lambda request, _: load_evaluand(request, 20480), "wide") / alone - 1) > 1e-5

@@ -109,6 +109,7 @@ def test_oracles_score_100_and_0_on_every_task(data_dir, tmp_path, gold, expecte
     assert len(rows) == 14 and all(value == pytest.approx(expected) for _, value in rows)
 
 
+@pytest.mark.e2e
 def test_tiny_model_end_to_end_with_truncation_and_table(data_dir, tmp_path, capsys):
     torch.manual_seed(0)
     model_dir = save_checkpoint(tiny_model("ccq_gla"), tmp_path / "tiny")

@@ -54,6 +54,7 @@ def perplexities(store):
     return {(t, L): v for t, L, v in rows}
 
 
+@pytest.mark.e2e
 def test_end_to_end_into_store_table_and_curves(model_dir, data_dir, tmp_path, capsys):
     store = tmp_path / "ccq.db"
     assert run(model_dir, data_dir, store) == 0

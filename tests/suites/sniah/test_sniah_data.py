@@ -109,7 +109,7 @@ def test_essays_cycle_when_the_length_needs_more_words():
 def test_length_below_the_prompt_skeleton():
     with pytest.raises(sniah.SniahError, match="use a larger --lengths"):
         sniah.generate("sniah_1", TOK, 300, 2, seed=0, haystack=None)
-    assert 300 < sniah.skeleton_tokens("sniah_1", TOK, None) + 128
+    assert 300 < sniah.smallest_length("sniah_1", TOK, None, 300, 2, 0)
 
 
 @pytest.mark.parametrize("content,message", [
@@ -123,3 +123,56 @@ def test_bad_haystacks(tmp_path, content, message):
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(HaystackError, match=message):
         load_haystack(str(path))
+
+
+@pytest.mark.parametrize("task", ["sniah_1", "sniah_3"])
+def test_every_length_the_minimum_check_accepts_generates(task):
+    """Around the smallest length, each length either generates every sample within budget or is below
+    the minimum, where generation refuses with SniahError (it used to crash: randrange on a negative)."""
+    hay = load_haystack() if task != "sniah_1" else None
+    seen = set()
+    for length in range(495, 560, 4):
+        smallest = sniah.smallest_length(task, TOK, hay, length, 100, 0)
+        if length >= smallest:
+            records = sniah.generate(task, TOK, length, 100, seed=0, haystack=hay)
+            assert len(records) == 100 and max(r["length"] for r in records) <= length
+            seen.add("generated")
+        else:
+            with pytest.raises(sniah.SniahError, match="use a larger --lengths"):
+                sniah.generate(task, TOK, length, 100, seed=0, haystack=hay)
+            seen.add("refused")
+    assert seen == {"generated", "refused"}  # the range straddles the minimum
+
+
+def test_a_length_that_crashed_generation_is_refused_up_front(tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    store = tmp_path / "s.db"
+    assert main(["--model", "zoo:gla-tiny", "--suite", "sniah", "--tasks", "1", "--lengths", "503",
+                 "--store", str(store), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ccq-eval: error: --lengths: 503 tokens cannot hold every sniah_1 prompt (521 tokens")
+    assert "\n" not in err and not store.exists()
+
+
+ABBREVIATION = r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|No|e\.g|i\.e|U\.S|D\.C|a\.m|p\.m)\."
+
+
+def test_the_shipped_essays_have_no_abbreviation_the_untrained_splitter_would_cut_at():
+    """RULER splits with Punkt's trained English model (a download); the splitter here is Punkt without
+    it, which ends a sentence at "Mr." or "e.g.". On the shipped essays the two agree: none occurs."""
+    import re
+
+    from ccq_eval.data import SHIPPED_ESSAYS
+
+    assert re.findall(ABBREVIATION, SHIPPED_ESSAYS.read_text()) == []
+
+
+def test_the_documented_limit_of_the_untrained_splitter():
+    """What README's S-NIAH section says: on abbreviation-rich text (user haystacks) a sentence ends
+    after an abbreviation, so a needle can be placed between "Mr." and the name."""
+    from ccq_eval.suites.sniah.haystack import split_sentences
+
+    assert split_sentences("Mr. Smith moved to Washington, D.C. in 1990. He liked it.") == [
+        "Mr.", "Smith moved to Washington, D.C.", "in 1990.", "He liked it."]
+    assert split_sentences("The grass is green. The sky is blue.") == ["The grass is green.", "The sky is blue."]

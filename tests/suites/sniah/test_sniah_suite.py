@@ -62,6 +62,7 @@ def test_oracle_sees_the_exact_generated_prompts(tokenizer_dir, tmp_path):
     assert sorted(seen.prompts) == sorted(sniah.prompt_of(r) for r in records)
 
 
+@pytest.mark.e2e
 def test_tiny_ccq_gla_end_to_end_with_pinned_predictions(tiny_ccq_dir, tmp_path, capsys):
     store = tmp_path / "ccq.db"
     argv = ["--model", str(tiny_ccq_dir), "--suite", "sniah", "--lengths", "1k,2k", "--samples", "20",
@@ -98,6 +99,7 @@ def test_tiny_ccq_gla_end_to_end_with_pinned_predictions(tiny_ccq_dir, tmp_path,
 PINNED_PREDICTIONS_SHA256 = "7c7ae65b356f010ac7d1a1a1f6071415ffd2d19a2e62ac10d96f279921644302"
 
 
+@pytest.mark.e2e
 def test_sigkill_mid_run_then_resume(tmp_path):
     cmd, env, store = cli_command(tmp_path, "ccq_gla", samples=12)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -130,7 +132,7 @@ def _bad(tmp_path, tiny_ccq_dir, **changes):
     ({"--suite": "nosuch"}, "--suite 'nosuch': unknown suite; available: lm, sniah"),
     ({"--tasks": "sniah_9"}, "--tasks: 'sniah_9' is not a task of suite 'sniah'"),
     ({"--lengths": "1k,two"}, "--lengths '1k,two': 'two' is not a length"),
-    ({"--lengths": "200"}, "--lengths: 200 tokens cannot hold a sniah_1 prompt"),
+    ({"--lengths": "200"}, "--lengths: 200 tokens cannot hold every sniah_1 prompt"),
     ({"--samples": "0"}, "--samples 0: must be a positive count"),
     ({"--model": "/no/such/model"}, "no such path"),
     ({"--haystack": "HAYSTACK_SHORT"}, "too short for a haystack"),
