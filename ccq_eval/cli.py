@@ -9,7 +9,8 @@
     ccq-eval ingest OTHER.db ... [--store results/ccq.db]
     ccq-eval zoo build [--steps N] [--models gla-tiny,...]
 
-Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written).
+Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written);
+130 Ctrl-C, 143 SIGTERM (finished units are kept; rerun to resume).
 """
 
 from __future__ import annotations
@@ -115,10 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _ingest(args) -> int:
     from ccq_eval.store import Store
 
+    sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
     target = Store(args.store)
     refused_any = False
-    for path in args.paths:
-        added_runs, added_units, refused = target.ingest(Store(path, readonly=True))
+    for path, source in zip(args.paths, sources):
+        added_runs, added_units, refused = target.ingest(source)
         print(f"{path}: {added_runs} runs, {added_units} units added" + (f"; refused {len(refused)}: " + "; ".join(refused)
                                                                           if refused else ""))
         refused_any |= bool(refused)
@@ -182,6 +184,8 @@ def _run(args) -> int:
 def _runs(args) -> int:
     from ccq_eval.store import Store
 
+    if args.delete and not Path(args.store).exists():
+        raise BadInput(f"--delete {args.delete!r}: no store {args.store!r} (pass the --store that holds the run)")
     store = Store(args.store, readonly=args.delete is None)
     if args.delete:
         if not store.delete_run(args.delete):
@@ -233,6 +237,7 @@ def _curves(args) -> int:
     if args.figure is not None and args.figure not in figure_names():
         raise BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(figure_names())}")
     store = Store(args.store, readonly=True)
+    drawn = 0
     for name in [args.figure] if args.figure else figure_names():
         fig = draw_figure(store, name)
         if fig is None:
@@ -240,14 +245,20 @@ def _curves(args) -> int:
                 print(f"figure {name}: nothing in {args.store} to draw yet (skipped)")
             continue
         print("written: " + ", ".join(map(str, write_figure(fig, Path(args.out), name))))
+        drawn += 1
+    if not args.figure and not drawn:
+        print(f"no figure to draw: {args.store} has no S-NIAH or perplexity results yet")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
-        argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
     try:
+        if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+            raise BadInput(f"unknown command {argv[0]!r}; commands: {', '.join(SUBCOMMANDS)} "
+                           "(or ccq-eval --model CKPT --suite NAME to run; see ccq-eval --help)")
+        if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
+            argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
         args = build_parser().parse_args(argv)
         handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data,
                    "ingest": _ingest, "zoo": _zoo}.get(args.command)
@@ -258,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as exc:  # every input error of every suite derives from it
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before a run began (loading, planning): nothing was written
+        print("ccq-eval: interrupted before any unit ran; nothing was written", file=sys.stderr)
+        return 130
     except StoreWriteFailure as exc:  # mid-run: finished units are kept, the failed write left nothing
         print(f"ccq-eval: error: {exc}", file=sys.stderr)
         return 1

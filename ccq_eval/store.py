@@ -59,11 +59,17 @@ class StoreWriteError(StoreWriteFailure):
     back, so the store holds only whole units; the message names the file and the fix."""
 
 
+class RunDeleted(StoreWriteError):
+    """The run a unit belongs to is gone (``runs --delete`` from another shell)."""
+
+
 def _writes(method):
     """Turns SQLite's write failures into StoreWriteError; the transaction has rolled back by then."""
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
+        except StoreWriteError:
+            raise
         except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
             raise StoreWriteError(f"store {self.path!r}: cannot write ({exc}); nothing partial was kept — "
                                   "free disk space or make the store writable, then rerun to resume") from exc
@@ -85,6 +91,9 @@ class Store:
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path = str(path)
         self.readonly = readonly
+        if not self.path.strip() or self.path.strip() in (":memory:", "file::memory:"):
+            # SQLite would open a temporary database: every result would be saved nowhere
+            raise StoreError(f"store {self.path!r}: not a file; pass --store PATH (default results/ccq.db)")
         uri = self.path.startswith("file:")
         if not uri:
             file = Path(self.path)
@@ -173,6 +182,9 @@ class Store:
         """The unit, its metric rows and its samples, in one transaction."""
         unit_id = unit.get("id") or new_id()
         with self.transaction():
+            if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (unit["run_id"],)).fetchone() is None:
+                raise RunDeleted(f"store {self.path!r}: run {unit['run_id']} was deleted while it ran; nothing more "
+                                 "is written — rerun the command to resume into a new run")
             self.db.execute(
                 "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
                 "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -220,6 +232,12 @@ class Store:
                     unit = dict(unit)
                     if self.db.execute("SELECT 1 FROM units WHERE id = ?", (unit["id"],)).fetchone():
                         continue
+                    bad = other.query("SELECT metric, value FROM metrics WHERE unit_id = ? AND "
+                                      "(value IN (9e999, -9e999) OR stderr IN (9e999, -9e999))", (unit["id"],))
+                    if bad:  # an infinite number cannot be trusted (the runner never stores one)
+                        refused.append(f"unit {unit['id']} ({unit['task']}@{unit['context_length']}) has an "
+                                       f"infinite {bad[0]['metric']}")
+                        continue
                     self.db.execute(f"INSERT INTO units ({', '.join(unit)}) VALUES ({', '.join('?' * len(unit))})",
                                     tuple(unit.values()))
                     for table in ("metrics", "samples"):
@@ -232,18 +250,28 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------------------
 
+    def _unreadable(self, exc: Exception) -> StoreError:
+        return StoreError(f"store {self.path!r}: cannot be read ({str(exc).splitlines()[0] if str(exc) else exc}); "
+                          "restore it from a copy, or rerun into another --store")
+
     def complete_unit_keys(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT unit_key FROM units WHERE status = 'complete'")}
+        return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
 
     def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with closing(self.db.cursor()) as cursor:
-            cursor.row_factory = sqlite3.Row
-            return cursor.execute(sql, params).fetchall()
+        try:
+            with closing(self.db.cursor()) as cursor:
+                cursor.row_factory = sqlite3.Row
+                return cursor.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:  # a corrupted page, a file cut short
+            raise self._unreadable(exc) from exc
 
     def frame(self, sql: str, params: tuple = ()):
         import pandas as pd
 
-        return pd.read_sql_query(sql, self.db, params=params)
+        try:
+            return pd.read_sql_query(sql, self.db, params=params)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise self._unreadable(exc) from exc
 
 
 class _Transaction:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.data.cache import cache_root
+from ccq_eval.data.cache import cache_root, load_frozen
+from ccq_eval.errors import BadInput
+
+
+class CacheAltered(BadInput):
+    """A fetched file in the cache that no longer matches its sha256 sidecar."""
 
 
 def candidates(kind: str, name: str, data_dir: str | None) -> list[Path]:
@@ -13,7 +18,12 @@ def candidates(kind: str, name: str, data_dir: str | None) -> list[Path]:
 
 
 def find(kind: str, name: str, data_dir: str | None) -> Path | None:
-    return next((p for p in candidates(kind, name, data_dir) if p.exists()), None)
+    """The first candidate that exists; a cached copy is verified against its sidecar on every read."""
+    found = next((p for p in candidates(kind, name, data_dir) if p.exists()), None)
+    if found is not None and found == candidates(kind, name, None)[-1] and load_frozen(found) is None:
+        raise CacheAltered(f"cached {kind} file {str(found)!r} does not match its sha256 sidecar (edited or cut "
+                           f"short); delete it and fetch it again (ccq-eval data fetch {kind})")
+    return found
 
 
 def not_found(what: str, missing: list[str], kind: str, data_dir: str | None, layout: str, fetch: str) -> str:

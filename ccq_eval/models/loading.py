@@ -29,6 +29,9 @@ def zoo_dir() -> Path:
     return Path(os.environ["CCQ_EVAL_ZOO"]) if os.environ.get("CCQ_EVAL_ZOO") else ZOO_DIR
 SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+# config fields that are sizes: each must be a positive integer where present
+SIZE_FIELDS = ("hidden_size", "num_hidden_layers", "num_heads", "num_attention_heads", "num_key_value_heads",
+               "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
@@ -48,7 +51,10 @@ def resolve_spec(spec: str) -> Path:
     """A checkpoint folder, or ``zoo:<name>`` for a model shipped in ``ccq_eval/zoo/``."""
     if spec.startswith("zoo:"):
         name, folder = spec[4:], zoo_dir()
-        available = sorted(p.name for p in folder.iterdir() if (p / "config.json").exists()) if folder.exists() else []
+        if folder.exists() and not folder.is_dir():
+            raise ModelLoadError(f"model {spec!r}: the zoo folder {str(folder)!r} (CCQ_EVAL_ZOO) is a file; point "
+                                 "CCQ_EVAL_ZOO at a folder of zoo models, or unset it")
+        available = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.exists() else []
         if name not in available:
             raise ModelLoadError(f"model {spec!r}: no zoo model of that name; available: {', '.join(available) or 'none'}")
         return folder / name
@@ -62,7 +68,7 @@ def resolve_spec(spec: str) -> Path:
 
 def _read_config(path: Path) -> dict:
     config_file = path / "config.json"
-    if not config_file.exists():
+    if not config_file.is_file():
         raise ModelLoadError(f"model {str(path)!r}: no config.json; a checkpoint folder needs config.json next to its weights")
     try:
         config = json.loads(config_file.read_text())
@@ -71,7 +77,28 @@ def _read_config(path: Path) -> dict:
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ModelLoadError(f"model {str(path)!r}: unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    for key in SIZE_FIELDS:  # a zero or negative size would fail deep inside the model's constructor
+        value = config.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ModelLoadError(f"model {str(path)!r}: config.json has {key} = {value!r}; it must be a positive "
+                                 "integer (re-save the checkpoint's config)")
     return config
+
+
+def _read_index(path: Path, name: str) -> list[str]:
+    """The shard files a *.index.json lists, each inside the checkpoint folder."""
+    try:
+        weight_map = json.loads((path / name).read_text())["weight_map"]
+        shards = sorted(set(weight_map.values()))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelLoadError(f"model {str(path)!r}: {name} is not a weight index (JSON with a 'weight_map' of "
+                             f"tensor -> shard file; {exc.__class__.__name__}); re-download the checkpoint") from exc
+    root = path.resolve()
+    for shard in shards:
+        if not isinstance(shard, str) or not (path / shard).resolve().is_relative_to(root):
+            raise ModelLoadError(f"model {str(path)!r}: {name} names a shard outside the checkpoint folder "
+                                 f"({shard!r}); refusing to read it")
+    return shards
 
 
 def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
@@ -83,7 +110,7 @@ def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
                 raise ModelLoadError(f"model {str(path)!r}: weights are pickle ({name}), which can run code; convert them to "
                                      "safetensors, or opt in with allow_pickle=True (--allow-pickle) if you trust the file")
             if name.endswith(".index.json"):
-                shards = sorted(set(json.loads((path / name).read_text())["weight_map"].values()))
+                shards = _read_index(path, name)
                 missing = [s for s in shards if not (path / s).exists()]
                 if missing:
                     raise ModelLoadError(f"model {str(path)!r}: weight shard {missing[0]} listed in {name} is missing; re-download the checkpoint")
@@ -108,6 +135,9 @@ def _pick_device(device: str) -> torch.device:
         resolved = torch.device(device)
     except RuntimeError as exc:
         raise ModelLoadError(f"device {device!r}: not a torch device; use auto, cpu or cuda") from exc
+    if resolved.type not in ("cpu", "cuda"):  # fla's kernels and the CPU backend cover these two
+        raise ModelLoadError(f"device {device!r}: not supported (fla's kernels run on CUDA, the torch backend on "
+                             "the CPU); use auto, cpu or cuda[:N]")
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {device!r}: CUDA is not available on this machine; use --device cpu")
     return resolved
@@ -191,9 +221,10 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
             model, info = AutoModelForCausalLM.from_pretrained(
                 path, config=config, dtype=torch_dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
                 output_loading_info=True)
-    except (RuntimeError, ValueError, OSError, SafetensorError) as exc:  # SafetensorError: a truncated file
+    except Exception as exc:  # noqa: BLE001 - a truncated or corrupt file, a config the model cannot be built from
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]})") from exc
+        raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]}); "
+                             "re-download or re-save the checkpoint (weights and config together)") from exc
     fresh = sorted(info.get("missing_keys", []))
     not_gate = [key for key in fresh if ".ccq.gate." not in key]
     problems = not_gate or info.get("unexpected_keys") or info.get("mismatched_keys")
@@ -205,7 +236,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
                                             path, len(fresh))
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises its own exception types on malformed files
         raise ModelLoadError(f"model {str(path)!r}: tokenizer cannot be loaded ({exc.__class__.__name__}); save a tokenizer with the checkpoint") from exc
     vocab = getattr(config, "vocab_size", None)
     if vocab is not None and len(tokenizer) > vocab:

@@ -21,6 +21,13 @@ def pyplot():
     return plt
 
 
+def plot_label(label: str) -> str:
+    """A label as matplotlib shows it verbatim: "$" would start mathtext, a leading "_" hides a legend
+    entry, a newline would break the line."""
+    text = " ".join(str(label).splitlines()).replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text
+
+
 def label_colours(store: Store) -> dict[str, tuple]:
     """One colour per label, fixed across every figure drawn from this store (sorted label order)."""
     import matplotlib

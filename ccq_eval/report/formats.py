@@ -15,15 +15,21 @@ def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.
     return values.eq(best) & values.notna()
 
 
+def one_line(text) -> str:
+    """A label on one line: a newline would split a Markdown row or end a LaTeX paragraph."""
+    return " ".join(str(text).splitlines()) if isinstance(text, str) else text
+
+
 def escape_markdown(text: str) -> str:
-    return "".join("\\" + ch if ch in "\\|*_`[]<>#" else ch for ch in str(text))
+    return "".join("\\" + ch if ch in "\\|*_`[]<>#" else ch for ch in one_line(str(text)))
 
 
 def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
              higher_is_better: bool | dict = True) -> str:
     """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
     mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
-    cells = cells.rename_axis(index=None, columns=None)
+    cells = cells.rename_axis(index=None, columns=None).rename(index=one_line, columns=one_line)
+    mask = mask.rename(index=one_line, columns=one_line)
     styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
     styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
     return styler.to_latex(hrules=True, caption=caption, column_format="l" + "r" * len(cells.columns))

@@ -9,14 +9,17 @@ prompt) is checked before the first write: bad input leaves the store untouched.
 from __future__ import annotations
 
 import json
+import math
+import signal
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
 from ccq_eval.run.units import metric_row, unit_key
-from ccq_eval.store import Store, now
+from ccq_eval.store import Store, StoreWriteError, now
 from ccq_eval.suites import ALL_ORDER, get_suite
 from ccq_eval.suites.base import Suite, SuiteError, parse_lengths, parse_tasks
 from ccq_eval.suites.outcomes import Unit, UnitOutcome
@@ -31,6 +34,37 @@ def git_sha() -> str | None:
         return None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what SLURM and most schedulers send at a time limit): handled like Ctrl-C."""
+
+
+@contextmanager
+def sigterm_interrupts():
+    """SIGTERM raises Terminated for the duration (main thread only, where signals are delivered)."""
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def untrusted_number(outcome: UnitOutcome) -> str | None:
+    """A metric that is NaN or infinite cannot be trusted: the reason its unit fails, or None."""
+    for m in outcome.metrics:
+        for field in ("value", "stderr"):
+            number = m.get(field)
+            if number is not None and not math.isfinite(number):
+                return f"NonFiniteMetric: {m['metric']} {field} is {number}; the number cannot be trusted"
+    return None
+
+
 class SuitePlan:
     """One suite of a run: its tasks, lengths, samples and driver. Drivers read these (and the
     run's request, evaluand and metric rows) from here."""
@@ -39,7 +73,9 @@ class SuitePlan:
         r = runner.request
         self.runner, self.suite, self.request = runner, suite, r
         self.tasks = parse_tasks(suite, r.tasks)
-        self.lengths = (suite.default_lengths if suite.fixed_lengths or not r.lengths else parse_lengths(r.lengths))
+        if r.lengths is not None:
+            parsed = parse_lengths(r.lengths)  # checked even where the suite ignores it
+        self.lengths = suite.default_lengths if suite.fixed_lengths or r.lengths is None else parsed
         self.samples = r.samples if r.samples is not None else suite.default_samples
         if self.samples is not None and self.samples <= 0:
             raise SuiteError(f"--samples {self.samples}: must be a positive count")
@@ -80,7 +116,13 @@ class SuiteRunner:
         for plan in self.plans:
             plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
         shard = parse_shard(r.shard)
-        self.store = Store(r.store)  # opened last: bad input above never creates or touches a store
+        raw = Path(r.store).parent / "raw"
+        if not r.store.startswith("file:") and raw.exists() and not raw.is_dir():
+            raise SuiteError(f"--store {r.store!r}: {str(raw)!r} beside it is a file, where raw lm-eval output goes; "
+                             "move it aside or pass another --store")
+        # opened last: bad input above never creates or touches a store; a dry run creates none
+        self.store = None if r.dry_run and not r.store.startswith("file:") and not Path(r.store).exists() else Store(
+            r.store, readonly=r.dry_run)
         self.units = select_shard([unit for plan in self.plans for unit in self.plan(plan)], shard)
         return self
 
@@ -111,7 +153,7 @@ class SuiteRunner:
                     yield plan, task_units
 
     def run(self) -> int:
-        done = self.store.complete_unit_keys()
+        done = self.store.complete_unit_keys() if self.store else set()
         todo = [u for u in self.units if self.request.force or u.unit_key not in done]
         if self.rank != 0:  # data-parallel helper: evaluates its share of every unit; rank 0 writes
             for plan, task_units in self._task_groups(todo):
@@ -130,16 +172,21 @@ class SuiteRunner:
         run_id = self.store.begin_run(self._run_record())
         results = []
         try:
-            for plan, task_units in self._task_groups(todo):
-                started = now()
-                for unit, outcome in plan.driver.run_units(task_units):
-                    results.append((unit, self._write(run_id, unit, outcome, started)))
+            with sigterm_interrupts():
+                for plan, task_units in self._task_groups(todo):
                     started = now()
-        except KeyboardInterrupt:
+                    for unit, outcome in plan.driver.run_units(task_units):
+                        results.append((unit, self._write(run_id, unit, outcome, started)))
+                        started = now()
+        except KeyboardInterrupt as exc:
             self.store.finish_run(run_id, "interrupted")
             finished = ", ".join(f"{u.task}@{u.context_length}" for u, _ in results) or "none"
-            self.out(f"interrupted; finished units: {finished}. Rerun the same command to resume.")
-            return 130
+            what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            self.out(f"{what}; finished units: {finished}. Rerun the same command to resume.")
+            return 143 if isinstance(exc, Terminated) else 130
+        except StoreWriteError:
+            self._finish_if_possible(run_id, "failed")  # the run does not stay 'running'
+            raise
         failed = [u for u, res in results if res["status"] == "failed"]
         self.store.finish_run(run_id, "failed" if failed else "complete")
         self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
@@ -158,7 +205,15 @@ class SuiteRunner:
             "git_sha": git_sha(),
         }
 
+    def _finish_if_possible(self, run_id: str, status: str) -> None:
+        try:
+            self.store.finish_run(run_id, status)
+        except StoreWriteError:  # the store itself is what failed (disk full): nothing more to do
+            pass
+
     def _write(self, run_id: str, unit: Unit, outcome: UnitOutcome, started: str) -> dict:
+        if outcome.status == "complete" and (reason := untrusted_number(outcome)):
+            outcome = UnitOutcome(status="failed", reason=reason)
         record = {"run_id": run_id, "suite": unit.suite, "task": unit.task, "context_length": unit.context_length,
                   "unit_key": unit.unit_key, "started": started, "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
@@ -175,8 +230,12 @@ class SuiteRunner:
         if self.request.store.startswith("file:"):
             return
         folder = Path(self.request.store).resolve().parent / "raw" / run_id
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{unit.task}-{unit.context_length}.json").write_text(json.dumps(raw, indent=1, default=str))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{unit.task}-{unit.context_length}.json").write_text(json.dumps(raw, indent=1, default=str))
+        except OSError as exc:
+            raise StoreWriteError(f"raw output {str(folder)!r}: cannot write ({exc.strerror}); the unit was not "
+                                  "stored — free disk space or make the folder writable, then rerun to resume") from exc
 
     def _summary(self, results, skipped: int, run_id: str) -> None:
         self.out(f"\nrun {run_id} ({self.label}) -> {self.request.store}")

@@ -68,10 +68,13 @@ class Suite(ABC):
 
 
 _LENGTH = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
+MAX_LENGTH = 1 << 20  # 1024k tokens: past any model this harness evaluates; more only grows prompts until memory runs out
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
     """'1k,2k,4096' -> (1024, 2048, 4096); k means 1024 tokens of the model's tokenizer."""
+    if not text.strip():
+        raise SuiteError("--lengths '': empty; give lengths like 1k,2k,4096 or drop the flag")
     lengths = []
     for part in text.split(","):
         match = _LENGTH.match(part)
@@ -79,6 +82,9 @@ def parse_lengths(text: str) -> tuple[int, ...]:
             raise SuiteError(f"--lengths {text!r}: {part.strip()!r} is not a length; use positive token counts "
                              "like 1k,2k,4096 (k = 1024)")
         lengths.append(int(match.group(1)) * (1024 if match.group(2) else 1))
+        if lengths[-1] > MAX_LENGTH:
+            raise SuiteError(f"--lengths {text!r}: {part.strip()} is more than {MAX_LENGTH // 1024}k tokens; "
+                             "use lengths up to 1024k")
     if len(set(lengths)) != len(lengths):
         raise SuiteError(f"--lengths {text!r}: a length is repeated")
     return tuple(sorted(lengths))
@@ -86,8 +92,10 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 def parse_tasks(suite: Suite, text: str | None) -> tuple[str, ...]:
     """A comma list of task ids; the short form without the suite prefix is accepted too."""
-    if not text:
+    if text is None:
         return suite.tasks
+    if not text.strip():
+        raise SuiteError("--tasks '': empty; name tasks (e.g. " + ",".join(suite.tasks[:2]) + ") or drop the flag")
     chosen = []
     for part in (p.strip() for p in text.split(",")):
         task = part if part in suite.all_tasks else f"{suite.name}_{part}"

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
 
+from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.data.offline import offline
 from ccq_eval.errors import BadInput
 
@@ -76,11 +76,23 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[str]:
     return done
 
 
+def read_local(path: Path) -> list[dict]:
+    """A local task file's records, every line checked (one JSON object each) before any is used."""
+    records = []
+    for number, record in read_jsonl(path, LmDataError, "zero-shot data file")[0]:
+        if not isinstance(record, dict):
+            raise LmDataError(f"zero-shot data file {str(path)!r}: line {number} is not a JSON object; expected the "
+                              "HF records of the task's scored split, one object per line")
+        records.append(record)
+    if not records:
+        raise LmDataError(f"zero-shot data file {str(path)!r}: no records")
+    return records
+
+
 def records_dataset(path: Path):
     import datasets
 
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return datasets.Dataset.from_list(records)
+    return datasets.Dataset.from_list(read_local(path))
 
 
 def sha256(path: Path | None) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, local_file,
-                                     records_dataset, sha256, task_config)
+                                     read_local, records_dataset, sha256, task_config)
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
 
 CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the other items are short
@@ -17,6 +17,9 @@ class LmDriver:
 
     def check_inputs(self) -> None:
         r = self.runner
+        for task in r.tasks:  # a bad line fails here, before the model loads, not mid-run
+            if (local := local_file(task, r.request.data_dir)) is not None:
+                read_local(local)
         missing = [t for t in r.tasks if local_file(t, r.request.data_dir) is None and not cached(t)]
         if missing:
             names = ", ".join(f"{t} ({task_config(t)['dataset_path']})" for t in missing)

@@ -40,14 +40,26 @@ def check_available(keys: list[str], data_dir: str | None) -> None:
 
 
 def read_records(path: Path) -> list[dict]:
+    """Every record checked before any is used: input and context strings, a non-empty list of
+    string answers (a record without a gold answer would score 0 for every model)."""
     records = []
     for number, record in read_jsonl(path, LongBenchError, "LongBench file")[0]:
+        where = f"LongBench file {str(path)!r}: line {number}"
         missing = [f for f in REQUIRED_FIELDS if not isinstance(record, dict) or f not in record]
         if missing:
-            raise LongBenchError(f"LongBench file {str(path)!r}: line {number} lacks {', '.join(missing)}; "
+            raise LongBenchError(f"{where} lacks {', '.join(missing)}; "
                                  "expected LongBench's record format (input, context, answers, all_classes)")
-        if not isinstance(record["answers"], list) or not all(isinstance(a, str) for a in record["answers"]):
-            raise LongBenchError(f"LongBench file {str(path)!r}: line {number}: 'answers' must be a list of strings")
+        for field in ("input", "context"):
+            if not isinstance(record[field], str):
+                raise LongBenchError(f"{where}: {field!r} must be a string, not {type(record[field]).__name__}")
+        answers = record["answers"]
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            raise LongBenchError(f"{where}: 'answers' must be a list of strings")
+        if not answers:
+            raise LongBenchError(f"{where}: 'answers' is empty; every record needs at least one gold answer")
+        classes = record.get("all_classes")
+        if classes is not None and (not isinstance(classes, list) or not all(isinstance(c, str) for c in classes)):
+            raise LongBenchError(f"{where}: 'all_classes' must be a list of strings or null")
         records.append(record)
     if not records:
         raise LongBenchError(f"LongBench file {str(path)!r}: no records")

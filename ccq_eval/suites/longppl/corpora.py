@@ -99,14 +99,15 @@ class CorpusError(BadInput):
 
 
 def local_path(corpus: str, data_dir: str | None) -> Path | None:
-    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched (or, for SHIPPED, written) copy in the cache, else None."""
-    found = local.find("longppl", corpus, data_dir)
-    if found is None and corpus in SHIPPED:
+    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched copy in the cache (verified), else None; a
+    SHIPPED corpus is written to the cache, verified on every read and rebuilt if altered."""
+    if corpus in SHIPPED and not (data_dir and local.candidates("longppl", corpus, data_dir)[0].exists()):
         import platform
 
-        found = local.candidates("longppl", corpus, data_dir)[-1]
-        load_or_build(found, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus])
-    return found
+        path = local.candidates("longppl", corpus, None)[-1]
+        load_or_build(path, {"corpus": corpus, "python": platform.python_version()}, SHIPPED[corpus])
+        return path
+    return local.find("longppl", corpus, data_dir)
 
 
 def check_available(corpora: list[str], data_dir: str | None) -> None:
@@ -161,6 +162,23 @@ def context_token(tokenizer) -> int:
     return token
 
 
+BOUNDARY_MARGIN = 64  # tokens past the ones used: a cut text changes only its last word's tokens
+
+
+def leading_ids(tokenizer, text: str, needed: int | None) -> list[int]:
+    """The token ids of text, or of a prefix holding at least ``needed`` + a margin of them (a 12 MB
+    document is not tokenized whole for 4K tokens). The first ``needed`` ids equal the whole text's:
+    tokenizers split at word boundaries, so cutting the text changes only the tokens at the cut."""
+    if needed is None:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    chars = max(4096, 8 * (needed + BOUNDARY_MARGIN))
+    while True:
+        ids = tokenizer(text[:chars], add_special_tokens=False)["input_ids"]
+        if chars >= len(text) or len(ids) >= needed + BOUNDARY_MARGIN:
+            return ids if chars >= len(text) else ids[:needed]
+        chars *= 2
+
+
 def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) -> Selection:
     texts, empty = read_documents(path)
     policy = CORPORA[corpus].policy if corpus in CORPORA else "document"
@@ -168,7 +186,7 @@ def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) ->
     sequences, names, short = [], [], 0
     if policy == "document":
         for index, text in enumerate(texts):
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids = leading_ids(tokenizer, text, l_max)
             if len(ids) < l_max:
                 short += 1
                 continue
@@ -180,7 +198,9 @@ def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) ->
         separator = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else start
         stream, first_doc = [], 0
         for index, text in enumerate(texts):
-            stream += tokenizer(text, add_special_tokens=False)["input_ids"] + [separator]
+            needed = None if count is None else (count - len(sequences)) * l_max - len(stream)
+            ids = leading_ids(tokenizer, text, needed)
+            stream += ids + ([separator] if needed is None or len(ids) < needed else [])
             while len(stream) >= l_max and (count is None or len(sequences) < count):
                 sequences.append([start, *stream[:l_max]])
                 names.append(f"docs {first_doc}-{index}")

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from ccq_eval.report.figures import label_colours, pyplot, training_lengths
+from ccq_eval.report.figures import label_colours, plot_label, pyplot, training_lengths
 from ccq_eval.report.frame import metrics_frame
 from ccq_eval.report.intervals import exp_t_interval
 from ccq_eval.report.reference import reference_rows
@@ -77,7 +77,7 @@ def curves_figure(suite, store):
         sub = rows[rows.task == task]
         for label in sorted(sub.label.unique()):
             line = sub[sub.label == label].sort_values("context_length")
-            ax.plot(line.context_length / 1024, line.value, marker="o", ms=3, color=colours[label], label=label)
+            ax.plot(line.context_length / 1024, line.value, marker="o", ms=3, color=colours[label], label=plot_label(label))
             if label in trained:
                 ax.axvline(trained[label] / 1024, color=colours[label], ls="--", lw=0.8)
         ax.set_title(suite.display[task])

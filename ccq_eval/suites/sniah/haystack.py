@@ -16,6 +16,7 @@ from ccq_eval.errors import BadInput
 DEFAULT_HAYSTACK = SHIPPED_ESSAYS
 DEFAULT_NAME = "ccq-essays"
 MIN_WORDS = 1000  # below this an "essay haystack" is mostly the needle and the question
+MAX_BYTES = 256 << 20  # far beyond any haystack a length needs (the essays are cycled); refuses /dev/zero
 
 
 class HaystackError(BadInput):
@@ -36,6 +37,11 @@ class Haystack:
 
 
 def _read_text(file: Path) -> str:
+    if not file.is_file():
+        raise HaystackError(f"haystack {str(file)!r}: not a regular file; pass a .txt / .jsonl file or a folder of them")
+    if file.stat().st_size > MAX_BYTES:
+        raise HaystackError(f"haystack {str(file)!r}: {file.stat().st_size >> 20} MB, over the {MAX_BYTES >> 20} MB "
+                            "a haystack may have; pass a smaller file (it is cycled when a length needs more)")
     if file.suffix == ".jsonl":
         texts = []
         for number, record in read_jsonl(file, HaystackError, "haystack")[0]:

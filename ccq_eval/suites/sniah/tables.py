@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ccq_eval.report.figures import pyplot
+from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.intervals import wilson_interval
 from ccq_eval.report.reference import reference_rows
@@ -124,7 +124,7 @@ def depth_figure(suite, store):
             image = ax.imshow(grid.values, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto", origin="upper")
             ax.set_xticks(range(len(lengths)), [format_length(L) for L in lengths])
             ax.set_yticks(range(10), [f"{10 * b}%" for b in range(10)])
-            ax.set_title(f"{label} · {suite.display[task]}", fontsize=9)
+            ax.set_title(f"{plot_label(label)} · {suite.display[task]}", fontsize=9)
             if j == 0:
                 ax.set_ylabel("needle depth")
             if i == len(tasks) - 1:

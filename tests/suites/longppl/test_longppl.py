@@ -259,3 +259,60 @@ def test_the_shipped_essay_corpus_is_twelve_rotations_of_the_training_text():
     for doc in docs:
         assert len(doc["text"]) >= 24 * 1024
         assert doc["text"][:2000] in text + "\n\n" + text  # a window of the cycled collection
+
+
+def _bpe_tokenizer():
+    """A real merges tokenizer (BPE trained here on the shipped essays, whitespace pre-tokenizer), so
+    that cutting a text can change tokens at the cut."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from ccq_eval.data import SHIPPED_ESSAYS
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator([SHIPPED_ESSAYS.read_text()], trainers.BpeTrainer(
+        vocab_size=800, special_tokens=["<s>", "</s>", "<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def _reference_select(texts, tokenizer, l_max, count, policy):
+    """The selection rules on whole-text tokenization (the definition in corpora.py's docstring)."""
+    start, sequences = tokenizer.bos_token_id, []
+    if policy == "document":
+        for text in texts:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            if len(ids) >= l_max and len(sequences) < count:
+                sequences.append([start, *ids[:l_max]])
+        return sequences
+    stream = []
+    for text in texts:
+        stream += tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    while len(stream) >= l_max and len(sequences) < count:
+        sequences.append([start, *stream[:l_max]])
+        stream = stream[l_max:]
+    return sequences
+
+
+@pytest.mark.parametrize("policy_corpus", ["pg19", "codeparrot"])
+def test_a_huge_document_is_tokenized_only_as_far_as_the_selection_reads(tmp_path, policy_corpus):
+    """One 2.8 MB document for 512 tokens: only a prefix is tokenized, and the sequences equal those
+    of whole-text tokenization, with a BPE tokenizer whose tokens a cut could change."""
+    from ccq_eval.data import SHIPPED_ESSAYS
+
+    tok = _bpe_tokenizer()
+    essays = SHIPPED_ESSAYS.read_text()
+    texts = [essays[:300], essays * 200, essays[1000:5000]]  # short, huge (~2.8 MB), medium
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    seen = []
+    real_call = type(tok).__call__
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(type(tok), "__call__", lambda self, text, **k: seen.append(len(text)) or real_call(self, text, **k))
+    try:
+        selection = longppl.select(policy_corpus, path, tok, 512, 3)
+    finally:
+        monkeypatch.undo()
+    policy = longppl.CORPORA[policy_corpus].policy
+    assert selection.sequences == _reference_select(texts, tok, 512, 3, policy)
+    assert len(selection.sequences) >= 1 and max(seen) < len(texts[1]) / 50  # never the whole document
