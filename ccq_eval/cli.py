@@ -119,8 +119,9 @@ def _ingest(args) -> int:
     sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
     target = Store(args.store)
     refused_any = False
-    for path, source in zip(args.paths, sources):
-        added_runs, added_units, refused = target.ingest(source)
+    with target.transaction():  # one transaction: a source that fails mid-read merges nothing at all
+        reports = [(path, *target.ingest(source)) for path, source in zip(args.paths, sources)]
+    for path, added_runs, added_units, refused in reports:
         print(f"{path}: {added_runs} runs, {added_units} units added" + (f"; refused {len(refused)}: " + "; ".join(refused)
                                                                           if refused else ""))
         refused_any |= bool(refused)

@@ -251,8 +251,9 @@ class Store:
     # --- reading ------------------------------------------------------------------------------------
 
     def _unreadable(self, exc: Exception) -> StoreError:
-        return StoreError(f"store {self.path!r}: cannot be read ({str(exc).splitlines()[0] if str(exc) else exc}); "
-                          "restore it from a copy, or rerun into another --store")
+        cause = str(exc).splitlines()[0].rsplit("': ", 1)[-1] if str(exc) else exc.__class__.__name__  # pandas quotes the SQL
+        return StoreError(f"store {self.path!r}: cannot be read ({cause}); restore it from a copy, or rerun into "
+                          "another --store")
 
     def complete_unit_keys(self) -> set[str]:
         return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}

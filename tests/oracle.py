@@ -61,3 +61,43 @@ def oracle_loader(tokenizer_dir, wrong=False):
         return Evaluand(lm=OracleLM(wrong=wrong), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
                         provenance=provenance)
     return load
+
+
+def scripted_suite(name: str, tasks: tuple, lengths: tuple):
+    """A suite built on the interface alone, for runner tests: each unit scores ScriptedDriver.values
+    [its length] (default: the length itself)."""
+    from ccq_eval.suites.base import Suite
+
+    class ScriptedSuite(Suite):
+        def driver(self, plan):
+            return ScriptedDriver(plan)
+
+    return ScriptedSuite(name=name, tasks=tasks, default_lengths=lengths, default_samples=1)
+
+
+class ScriptedDriver:
+    values: dict = {}
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def check_inputs(self):
+        pass
+
+    def max_length(self):
+        return max(self.plan.lengths)
+
+    def check_with_tokenizer(self):
+        pass
+
+    def unit_settings(self, task, length):
+        return {"max_length": length}, {"scripted": task}
+
+    def run_units(self, units):
+        from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+
+        def outcome(unit):
+            value = self.values.get(unit.context_length, float(unit.context_length))
+            return UnitOutcome("complete", metrics=[self.plan.metric("score", value, stderr=0.5, is_primary=True)])
+
+        return evaluate_each(units, outcome)

@@ -143,37 +143,9 @@ def test_a_suite_registered_through_the_interface_runs_end_to_end(monkeypatch, t
     from ccq_eval.run import RunRequest, run_suite
     from ccq_eval.store import Store
     from ccq_eval.suites import SUITES
-    from ccq_eval.suites.base import Suite
-    from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+    from tests.oracle import oracle_loader, scripted_suite
 
-    class CountDriver:
-        def __init__(self, plan):
-            self.plan = plan
-
-        def check_inputs(self):
-            pass
-
-        def max_length(self):
-            return max(self.plan.lengths)
-
-        def check_with_tokenizer(self):
-            pass
-
-        def unit_settings(self, task, length):
-            return {"max_length": length}, {"toy": task}
-
-        def run_units(self, units):
-            return evaluate_each(units, lambda u: UnitOutcome(
-                "complete", metrics=[self.plan.metric("score", float(u.context_length), is_primary=True)]))
-
-    class ToySuite(Suite):
-        def driver(self, plan):
-            return CountDriver(plan)
-
-    monkeypatch.setitem(SUITES, "toy", ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(8, 16),
-                                                 default_samples=1))
-    from tests.oracle import oracle_loader
-
+    monkeypatch.setitem(SUITES, "toy", scripted_suite("toy", ("toy_a", "toy_b"), (8, 16)))
     store = tmp_path / "s.db"
     request = RunRequest(model="oracle", suite="toy", store=str(store), label="toy")
     assert run_suite(request, oracle_loader(tmp_path), out=lambda *_: None) == 0

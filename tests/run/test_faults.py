@@ -13,10 +13,18 @@ import torch
 from ccq_eval.cli import main
 from ccq_eval.run import RunRequest, run_suite
 from ccq_eval.suites import SUITES
-from ccq_eval.suites.base import Suite
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
 from tests.helpers import cli_command, save_checkpoint, tiny_model, wait_for_units
-from tests.oracle import oracle_loader
+from tests.oracle import ScriptedDriver, oracle_loader, scripted_suite
+
+
+def nan_checkpoint(tmp_path):
+    """A tiny GLA whose every weight is NaN."""
+    torch.manual_seed(0)
+    model = tiny_model("gla")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))
+    return save_checkpoint(model, tmp_path / "nan")
 
 
 def counts(store) -> dict:
@@ -24,40 +32,9 @@ def counts(store) -> dict:
     return {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "units", "metrics", "samples")}
 
 
-class ScriptedDriver:
-    """Scores each length with the value the test scripts for it."""
-
-    values: dict = {}
-
-    def __init__(self, plan):
-        self.plan = plan
-
-    def check_inputs(self):
-        pass
-
-    def max_length(self):
-        return max(self.plan.lengths)
-
-    def check_with_tokenizer(self):
-        pass
-
-    def unit_settings(self, task, length):
-        return {"max_length": length}, {"scripted": task}
-
-    def run_units(self, units):
-        return evaluate_each(units, lambda u: UnitOutcome("complete", metrics=[
-            self.plan.metric("score", self.values[u.context_length], stderr=0.5, is_primary=True)]))
-
-
-class ScriptedSuite(Suite):
-    def driver(self, plan):
-        return ScriptedDriver(plan)
-
-
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_non_finite_metric_fails_its_unit_and_the_run_goes_on(monkeypatch, tmp_path, bad):
-    monkeypatch.setitem(SUITES, "scripted", ScriptedSuite(name="scripted", tasks=("scripted_a",),
-                                                           default_lengths=(8, 16, 32), default_samples=1))
+    monkeypatch.setitem(SUITES, "scripted", scripted_suite("scripted", ("scripted_a",), (8, 16, 32)))
     monkeypatch.setattr(ScriptedDriver, "values", {8: 1.0, 16: bad, 32: 3.0})
     store, lines = tmp_path / "s.db", []
     request = RunRequest(model="oracle", suite="scripted", store=str(store), label="x")
@@ -72,12 +49,7 @@ def test_a_non_finite_metric_fails_its_unit_and_the_run_goes_on(monkeypatch, tmp
 
 @pytest.mark.e2e
 def test_nan_weights_fail_every_sniah_unit_with_the_reason_not_a_store_error(tmp_path, capsys):
-    torch.manual_seed(0)
-    model = tiny_model("gla")
-    with torch.no_grad():
-        for p in model.parameters():
-            p.fill_(float("nan"))
-    folder = save_checkpoint(model, tmp_path / "nan")
+    folder = nan_checkpoint(tmp_path)
     store = tmp_path / "s.db"
     code = main(["--model", str(folder), "--suite", "sniah", "--tasks", "1", "--lengths", "1k,2k", "--samples", "2",
                  "--store", str(store), "--device", "cpu"])
@@ -272,15 +244,26 @@ def test_curves_on_a_store_with_nothing_to_draw_says_so(tmp_path, capsys):
 
 @pytest.mark.e2e
 def test_nan_weights_on_the_lm_eval_engine_fail_their_units(tmp_path):
-    torch.manual_seed(0)
-    model = tiny_model("gla")
-    with torch.no_grad():
-        for p in model.parameters():
-            p.fill_(float("nan"))
-    folder = save_checkpoint(model, tmp_path / "nan")
+    folder = nan_checkpoint(tmp_path)
     store = tmp_path / "s.db"
     assert main(["--model", str(folder), "--suite", "longppl", "--tasks", "essays", "--lengths", "256,512",
                  "--samples", "1", "--engine", "lm-eval", "--store", str(store), "--device", "cpu"]) == 1
     rows = sqlite3.connect(store).execute("SELECT status, reason FROM units").fetchall()
     assert len(rows) == 2 and all(s == "failed" and "cannot be trusted" in r for s, r in rows)
     assert counts(store)["metrics"] == 0
+
+
+def test_ingest_of_a_good_then_a_truncated_source_merges_nothing(tmp_path, capsys):
+    import shutil
+
+    from tests.run.test_hostile_inputs_2 import FIXTURE_STORE
+
+    good, cut = tmp_path / "good.db", tmp_path / "cut.db"
+    shutil.copy(FIXTURE_STORE, good)
+    data = FIXTURE_STORE.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])  # opens (its first page is whole), fails when its rows are read
+    target = tmp_path / "t.db"
+    assert main(["ingest", str(good), str(cut), "--store", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ccq-eval: error: store ") and "cut.db" in err and "\n" not in err
+    assert not target.exists() or counts(target) == {"runs": 0, "units": 0, "metrics": 0, "samples": 0}
