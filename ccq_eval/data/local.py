@@ -17,10 +17,26 @@ def candidates(kind: str, name: str, data_dir: str | None) -> list[Path]:
     return ([Path(data_dir) / kind / f"{name}.jsonl"] if data_dir else []) + [cache_root() / kind / f"{name}.jsonl"]
 
 
+_VERIFIED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of cached files whose sidecar matched
+
+
+def _intact(path: Path) -> bool:
+    """The file matches its sidecar; checked once per process for a given size and modification time
+    (a run asks for the same corpus several times: hashing 25 MB each time is wasted)."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _VERIFIED:
+        if load_frozen(path) is None:
+            return False
+        _VERIFIED.add(key)
+    return True
+
+
 def find(kind: str, name: str, data_dir: str | None) -> Path | None:
-    """The first candidate that exists; a cached copy is verified against its sidecar on every read."""
+    """The first candidate that exists; a cached copy is verified against its sidecar when it is read
+    (again whenever the file changes)."""
     found = next((p for p in candidates(kind, name, data_dir) if p.exists()), None)
-    if found is not None and found == candidates(kind, name, None)[-1] and load_frozen(found) is None:
+    if found is not None and found == candidates(kind, name, None)[-1] and not _intact(found):
         raise CacheAltered(f"cached {kind} file {str(found)!r} does not match its sha256 sidecar (edited or cut "
                            f"short); delete it and fetch it again (ccq-eval data fetch {kind})")
     return found
