@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
-    run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer) or zoo:<name>")
+    run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer), zoo:<name>, "
+                     "or ORG/NAME[@REVISION] on the Hugging Face Hub")
     run.add_argument("--suite", required=True, help="suite to run: lm, sniah, longppl, longbench, or all "
                                                     "(every suite, one run record)")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")

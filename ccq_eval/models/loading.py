@@ -47,8 +47,11 @@ class LoadedModel(NamedTuple):
     provenance: dict
 
 
-def resolve_spec(spec: str) -> Path:
-    """A checkpoint folder, or ``zoo:<name>`` for a model shipped in ``ccq_eval/zoo/``."""
+def resolve_spec(spec: str, allow_pickle: bool = False) -> tuple[Path, dict | None]:
+    """(folder, hub record or None): a checkpoint folder, ``zoo:<name>`` for a model shipped in
+    ``ccq_eval/zoo/``, or ``ORG/NAME[@REVISION]`` on the Hugging Face Hub (hub_checkpoint.py)."""
+    from ccq_eval.models.hub_checkpoint import is_hub_spec, snapshot
+
     if spec.startswith("zoo:"):
         name, folder = spec[4:], zoo_dir()
         if folder.exists() and not folder.is_dir():
@@ -57,13 +60,24 @@ def resolve_spec(spec: str) -> Path:
         available = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file()) if folder.exists() else []
         if name not in available:
             raise ModelLoadError(f"model {spec!r}: no zoo model of that name; available: {', '.join(available) or 'none'}")
-        return folder / name
+        return folder / name, None
+    if is_hub_spec(spec):
+        folder, record = snapshot(spec, allow_pickle)
+        if not (folder / "config.json").is_file():
+            raise ModelLoadError(f"model {spec!r}: the repository has no config.json at {record['commit'][:12]}; "
+                                 "is it a causal-LM checkpoint?")
+        if not allow_pickle and not any(folder.glob("*.safetensors")):
+            raise ModelLoadError(f"model {spec!r}: the repository has no safetensors weights at {record['commit'][:12]}; "
+                                 "if it has pytorch_model.bin, pass --allow-pickle (it runs pickle code: only for "
+                                 "repositories you trust)")
+        return folder, record
     path = Path(spec).expanduser()
     if not path.exists():
-        raise ModelLoadError(f"model {spec!r}: no such path; pass a checkpoint folder containing config.json, or zoo:<name>")
+        raise ModelLoadError(f"model {spec!r}: no such path; pass a checkpoint folder containing config.json, "
+                             "zoo:<name>, or ORG/NAME[@REVISION] on the Hugging Face Hub")
     if not path.is_dir():
         raise ModelLoadError(f"model {spec!r}: is a file; pass the checkpoint folder that contains config.json")
-    return path
+    return path, None
 
 
 def _read_config(path: Path) -> dict:
@@ -197,7 +211,6 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     GDN checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
     before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
     """
-    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     import fla
@@ -206,7 +219,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     from ccq_eval import __version__
     from ccq_eval.models.cpu_backend import install_cpu_backend
 
-    path = resolve_spec(spec)
+    path, hub = resolve_spec(spec, allow_pickle)
     raw = _read_config(path)
     files = _weight_files(path, allow_pickle)
     target = _pick_device(device)
@@ -246,6 +259,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     provenance = {
         "model_spec": spec,
         "path": str(path.resolve()),
+        "hub": hub,
         "model_type": config.model_type,
         "weights_sha256": weights_sha256(files),
         "weight_files": [f.name for f in files],

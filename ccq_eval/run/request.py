@@ -71,6 +71,7 @@ def default_label(request: RunRequest) -> str:
     if request.label:
         return request.label
     name = request.model[4:] if request.model.startswith("zoo:") else Path(request.model.rstrip("/")).name
+    name = name.split("@")[0] if "/" in request.model and not Path(request.model).exists() else name  # ORG/NAME@REV
     overrides = ccq_overrides(request)
     if "ccq_fixed_lambda" in overrides:
         name += f"+ccq{overrides['ccq_fixed_lambda']:g}"

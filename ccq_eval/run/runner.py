@@ -197,11 +197,14 @@ class SuiteRunner:
 
         prov = self.evaluand.provenance
         r = self.request
+        versions = {**prov["versions"], "lm_eval": lm_eval.__version__}
+        if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
+            versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
         return {
             "label": self.label, "model_spec": r.model, "weights_sha256": prov["weights_sha256"],
             "model_config": prov["config"], "ccq_overrides": prov.get("ccq_overrides", {}), "dtype": prov["dtype"],
             "device": prov["device"], "batch_size": r.batch_size, "seeds": {"seed": r.seed},
-            "command_line": r.command_line, "versions": {**prov["versions"], "lm_eval": lm_eval.__version__},
+            "command_line": r.command_line, "versions": versions,
             "git_sha": git_sha(),
         }
 

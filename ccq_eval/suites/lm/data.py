@@ -71,7 +71,14 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[str]:
     for task in tasks or list(METRICS):
         config = task_config(task)
         progress(f"fetching {task}: {config['dataset_path']} ({config.get('dataset_name')}) split {scored_split(config)}")
-        datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+        try:
+            datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+        except RuntimeError as exc:  # datasets >= 4 refuses loading scripts; lm-eval's config names the repository
+            if "scripts are no longer supported" not in str(exc):
+                raise
+            raise LmDataError(f"{task}: {config['dataset_path']} is a loading-script dataset, which datasets "
+                              f"{datasets.__version__} refuses; put its records in DATA_DIR/lm/{task}.jsonl "
+                              "and pass --data-dir") from exc
         done.append(task)
     return done
 

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.data import local
+from ccq_eval.data import hub, local
 from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
 from ccq_eval.suites.longbench.tasks import TASKS
 
 FETCH_COMMAND = "ccq-eval data fetch longbench"
-HUB_ID, HUB_REVISION = "THUDM/LongBench", "main"  # UNVERIFIED: not fetched from this project yet
+# THUDM/LongBench moved to zai-org/LongBench (same history). It is a loading-script repository (datasets >= 4
+# refuses it); what it publishes is data.zip with data/<key>.jsonl. Commit and archive sha256 as pinned by a
+# public fetch script that checked both (see the README's data section).
+SOURCE = hub.HubFile("zai-org/LongBench", "data.zip", "5e628be450b7e67fb7ae6e201bd6d8f7056f7672",
+                     "cb45b11a4133c6bc1d6a44b0f8e701335ff1e543195db1103472e575857f7f64")
+LICENCE = "MIT (LongBench); the source datasets' own licences apply to their records"
 
 
 REQUIRED_FIELDS = ("input", "context", "answers")
@@ -40,11 +45,16 @@ def check_available(keys: list[str], data_dir: str | None) -> None:
 
 
 def read_records(path: Path) -> list[dict]:
-    """Every record checked before any is used: input and context strings, a non-empty list of
-    string answers (a record without a gold answer would score 0 for every model)."""
+    """Every record checked before any is used (check_records)."""
+    return check_records(read_jsonl(path, LongBenchError, "LongBench file")[0], f"LongBench file {str(path)!r}")
+
+
+def check_records(numbered, where_file: str) -> list[dict]:
+    """Input and context strings, a non-empty list of string answers (a record without a gold answer
+    would score 0 for every model), all_classes a list of strings or null."""
     records = []
-    for number, record in read_jsonl(path, LongBenchError, "LongBench file")[0]:
-        where = f"LongBench file {str(path)!r}: line {number}"
+    for number, record in numbered:
+        where = f"{where_file}: line {number}"
         missing = [f for f in REQUIRED_FIELDS if not isinstance(record, dict) or f not in record]
         if missing:
             raise LongBenchError(f"{where} lacks {', '.join(missing)}; "
@@ -62,7 +72,7 @@ def read_records(path: Path) -> list[dict]:
             raise LongBenchError(f"{where}: 'all_classes' must be a list of strings or null")
         records.append(record)
     if not records:
-        raise LongBenchError(f"LongBench file {str(path)!r}: no records")
+        raise LongBenchError(f"{where_file}: no records")
     return records
 
 
@@ -104,17 +114,31 @@ def build(key: str, records: list[dict], tokenizer, length: int, samples: int | 
     return docs, content_hash(docs)
 
 
-def fetch(keys: list[str] | None = None, progress=print) -> list[Path]:
-    """Download each task with HF datasets (THUDM/LongBench) into <cache>/longbench/<key>.jsonl."""
-    import datasets
+def member_records(path: Path, key: str, where: str) -> list[dict]:
+    """data/<key>.jsonl of data.zip, parsed and checked as a local file would be."""
+    import json
 
+    member, numbered = f"data/{key}.jsonl", []
+    for number, line in hub.zip_member_lines(path, member, where):
+        if line.strip():
+            try:
+                numbered.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise LongBenchError(f"{where}:{member}: line {number} is not JSON ({exc.msg})") from exc
+    return check_records(numbered, f"{where}:{member}")
+
+
+def fetch(keys: list[str] | None = None, progress=print) -> list[Path]:
+    """data.zip once (pinned commit and sha256), each task's member checked and frozen as <cache>/longbench/<key>.jsonl."""
+    progress(f"fetching LongBench: {SOURCE.where} [{LICENCE}]")
+    fetched = hub.fetch_file(SOURCE, progress)
+    where = f"{fetched.repo}@{fetched.commit[:12]}:{fetched.filename}"
+    parsed = {key: member_records(fetched.path, key, where) for key in keys or list(TASKS)}  # all checked first
     written = []
-    for key in keys or list(TASKS):
-        progress(f"fetching LongBench {key}: {HUB_ID} ({key}) split test @ {HUB_REVISION}")
-        dataset = datasets.load_dataset(HUB_ID, key, split="test", revision=HUB_REVISION)
-        records = [dict(row) for row in dataset]
+    for key, records in parsed.items():
         path = cache_root() / "longbench" / f"{key}.jsonl"
-        freeze(path, records, {"hub_id": HUB_ID, "config": key, "split": "test", "revision": HUB_REVISION})
+        freeze(path, records, {"source": fetched.record(), "member": f"data/{key}.jsonl", "licence": LICENCE})
+        progress(f"  {key}: {len(records)} records -> {path}")
         written.append(path)
     return written
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccq_eval.data import SHIPPED_ESSAYS, local
-from ccq_eval.data.cache import cache_root, content_hash, freeze, load_or_build, stable_hash
+from ccq_eval.data.cache import cache_root, content_hash, load_or_build, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
 
@@ -27,29 +27,17 @@ SELECTION_VERSION = 1
 class Corpus:
     name: str
     policy: str  # "document" | "concat"
-    hub_id: str
-    hub_config: str | None
-    split: str
-    field: str
-    revision: str
     licence: str
 
 
-# Public sources for `ccq-eval data fetch longppl`. UNVERIFIED: ids, configs, fields and revisions
-# are what these corpora are published under; nobody has fetched them from this project yet.
+# The paper's six corpora; where each comes from and how it is cleaned: sources.py.
 CORPORA: dict[str, Corpus] = {
-    "govreport": Corpus("govreport", "concat", "tau/scrolls", "gov_report", "test", "input", "main",
-                        "SCROLLS (GovReport: public-domain US government reports)"),
-    "qmsum": Corpus("qmsum", "concat", "tau/scrolls", "qmsum", "test", "input", "main",
-                    "SCROLLS (QMSum: MIT)"),
-    "narrativeqa": Corpus("narrativeqa", "document", "tau/scrolls", "narrative_qa", "test", "input", "main",
-                          "SCROLLS (NarrativeQA: Apache-2.0)"),
-    "qasper": Corpus("qasper", "concat", "tau/scrolls", "qasper", "test", "input", "main",
-                     "SCROLLS (Qasper: CC BY 4.0)"),
-    "codeparrot": Corpus("codeparrot", "concat", "codeparrot/codeparrot-clean-valid", None, "train", "content",
-                         "main", "per-file licences of the GitHub sources"),
-    "pg19": Corpus("pg19", "document", "emozilla/pg19", None, "test", "text", "main",
-                   "Apache-2.0 (Project Gutenberg books published before 1919)"),
+    "govreport": Corpus("govreport", "concat", "SCROLLS (GovReport: public-domain US government reports)"),
+    "qmsum": Corpus("qmsum", "concat", "SCROLLS (QMSum: MIT)"),
+    "narrativeqa": Corpus("narrativeqa", "document", "SCROLLS (NarrativeQA: Apache-2.0)"),
+    "qasper": Corpus("qasper", "concat", "SCROLLS (Qasper: CC BY 4.0)"),
+    "codeparrot": Corpus("codeparrot", "concat", "per-file licences of the GitHub sources"),
+    "pg19": Corpus("pg19", "document", "Apache-2.0 (Project Gutenberg books published before 1919)"),
 }
 FETCH_COMMAND = "ccq-eval data fetch longppl"
 
@@ -215,22 +203,11 @@ def select(corpus: str, path: Path, tokenizer, l_max: int, count: int | None) ->
 
 
 def fetch(corpora: list[str] | None = None, progress=print) -> list[Path]:
-    """Download each corpus with HF datasets and freeze its texts as <cache>/longppl/<corpus>.jsonl."""
-    import datasets
+    """Download each corpus's own files from the hub (pinned, sha256-checked) and freeze its documents
+    as <cache>/longppl/<corpus>.jsonl."""
+    from ccq_eval.suites.longppl.sources import fetch_corpus
 
-    written = []
-    for name in corpora or list(CORPORA):
-        spec = CORPORA[name]
-        progress(f"fetching {name}: {spec.hub_id}{f' ({spec.hub_config})' if spec.hub_config else ''} "
-                 f"split {spec.split} @ {spec.revision} [{spec.licence}]")
-        args = (spec.hub_id, spec.hub_config) if spec.hub_config else (spec.hub_id,)
-        dataset = datasets.load_dataset(*args, split=spec.split, revision=spec.revision)
-        records = [{"text": row[spec.field]} for row in dataset if isinstance(row.get(spec.field), str)]
-        path = cache_root() / "longppl" / f"{name}.jsonl"
-        freeze(path, records, {"corpus": name, "hub_id": spec.hub_id, "config": spec.hub_config,
-                               "split": spec.split, "revision": spec.revision, "field": spec.field})
-        written.append(path)
-    return written
+    return [fetch_corpus(name, CORPORA[name].licence, progress) for name in corpora or list(CORPORA)]
 
 
 DOCS_VERSION = 1

@@ -149,22 +149,6 @@ def test_missing_data_offline(tmp_path, capsys):
     assert code == 2 and "ccq-eval data fetch longbench" in err and "narrativeqa" in err and "\n" not in err
 
 
-def test_data_fetch_fills_the_cache_from_a_local_fake_hub(monkeypatch):
-    import datasets
-
-    calls = []
-
-    def fake_load_dataset(*args, split=None, revision=None):
-        calls.append((args, split, revision))
-        return datasets.Dataset.from_list([record(args[1], 0)])
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    assert main(["data", "fetch", "longbench", "--corpora", "trec,lcc"]) == 0
-    assert calls == [(("THUDM/LongBench", "trec"), "test", "main"), (("THUDM/LongBench", "lcc"), "test", "main")]
-    path = longbench.local_path("trec", None)
-    assert path is not None and longbench.read_records(path)[0]["answers"] == ["Location"]
-
-
 def test_records_are_parsed_once_and_prompts_truncated_once_per_unit(data_dir, tmp_path, monkeypatch):
     """The driver builds each unit's prompts once and freezes them; the plugin reads the frozen file
     (before the redesign: three parses and two truncations per unit)."""

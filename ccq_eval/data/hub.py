@@ -1,0 +1,209 @@
+"""Named files from the Hugging Face Hub, through huggingface_hub, at a commit, checked by sha256.
+
+A ``HubFile`` names one file of one repository at one commit. The file goes into the HF cache with
+``hf_hub_download`` (resumable; huggingface_hub writes ``.incomplete`` files and renames them only when
+complete), then its sha256 is computed and compared with the pinned value and with the hub's own LFS
+record (the ETag of an LFS file is its sha256). A mismatch deletes the download and fails in one line:
+nothing is frozen from it. Every hub failure (no such repository, revision or file, no network, offline
+mode) is a ``HubError`` with one line naming the input and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ccq_eval.errors import BadInput
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class HubError(BadInput):
+    """A hub download that failed or could not be trusted; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class HubFile:
+    repo: str
+    filename: str  # a path in the repository, or a glob whose first match in name order is taken
+    commit: str | None  # the pinned commit; None where no commit could be confirmed (resolved from main at fetch)
+    sha256: str | None = None  # the file's pinned sha256, where confirmed
+    repo_type: str = "dataset"
+
+    @property
+    def where(self) -> str:
+        return f"{self.repo}@{self.commit[:12] if self.commit else 'main'}:{self.filename}"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A verified download: where it lies in the HF cache and the record frozen with what is built from it."""
+
+    path: Path
+    repo: str
+    filename: str
+    commit: str
+    sha256: str
+    size: int
+    commit_pinned: bool
+    sha256_checked_against: tuple[str, ...]
+
+    def record(self) -> dict:
+        return {"repo": self.repo, "file": self.filename, "commit": self.commit, "sha256": self.sha256,
+                "bytes": self.size, "commit_pinned": self.commit_pinned,
+                "sha256_checked_against": list(self.sha256_checked_against)}
+
+
+def endpoint() -> str:
+    import huggingface_hub.constants as constants
+
+    return constants.ENDPOINT
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else exc.__class__.__name__
+
+
+@contextlib.contextmanager
+def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[None]:
+    """huggingface_hub's exceptions as one-line HubErrors naming the repository and the fix."""
+    from huggingface_hub import errors
+
+    at = f"{repo}@{revision}" if revision else repo
+    try:
+        yield
+    except errors.OfflineModeIsEnabled as exc:
+        raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set, so nothing can be downloaded; unset it on a machine "
+                       "with network access") from exc
+    except errors.GatedRepoError as exc:
+        raise HubError(f"{what} {at}: the repository is gated; accept its terms on the hub and log in "
+                       "(`hf auth login`)") from exc
+    except errors.RepositoryNotFoundError as exc:
+        raise HubError(f"{what} {at}: no such repository on {endpoint()} (or it is private: log in with "
+                       "`hf auth login`); check the name") from exc
+    except errors.RevisionNotFoundError as exc:
+        raise HubError(f"{what} {at}: no such revision in the repository; pass a branch, tag or commit it has") from exc
+    except errors.RemoteEntryNotFoundError as exc:
+        raise HubError(f"{what} {at}: the repository has no such file ({_first_line(exc)}); its layout changed, "
+                       "pin the commit that has it") from exc
+    except errors.LocalEntryNotFoundError as exc:
+        import huggingface_hub.constants as constants
+
+        if constants.HF_HUB_OFFLINE:
+            raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set and the HF cache holds no copy; run it once with "
+                           "network access (or unset HF_HUB_OFFLINE)") from exc
+        raise HubError(f"{what} {at}: the hub at {endpoint()} cannot be reached and no cached copy exists; check the "
+                       "network (or HF_ENDPOINT), or fetch once where the hub is reachable") from exc
+    except errors.HfHubHTTPError as exc:
+        raise HubError(f"{what} {at}: the hub answered {_first_line(exc)}; retry later") from exc
+    except HubError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names
+        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11", "ssl", "socket") \
+                or isinstance(exc, (ConnectionError, TimeoutError)):
+            raise HubError(f"{what} {at}: the download from {endpoint()} failed ({_first_line(exc)}); nothing was "
+                           "frozen; check the network and run it again (it resumes)") from exc
+        raise
+
+
+def resolve_commit(repo: str, revision: str, repo_type: str) -> str:
+    """The commit a branch or tag points at now (a commit is returned as it is)."""
+    from huggingface_hub import HfApi
+
+    if COMMIT.fullmatch(revision):
+        return revision
+    with hub_errors(f"{repo_type} repository", repo, revision):
+        sha = HfApi().repo_info(repo, repo_type=repo_type, revision=revision).sha
+    if not sha or not COMMIT.fullmatch(sha):
+        raise HubError(f"{repo_type} repository {repo}@{revision}: the hub gave no commit for it ({sha!r})")
+    return sha
+
+
+def _match(spec: HubFile, commit: str) -> str:
+    """The file a glob names: its first match in name order at the commit."""
+    from huggingface_hub import HfApi
+
+    if not any(c in spec.filename for c in "*?["):
+        return spec.filename
+    with hub_errors(f"{spec.repo_type} repository", spec.repo, commit[:12]):
+        names = sorted(f.path for f in HfApi().list_repo_tree(spec.repo, repo_type=spec.repo_type, revision=commit,
+                                                               recursive=True) if hasattr(f, "size")
+                       and fnmatch.fnmatch(f.path, spec.filename))
+    if not names:
+        raise HubError(f"{spec.repo_type} repository {spec.repo}@{commit[:12]}: no file matches {spec.filename!r}; its "
+                       "layout changed, pin the commit that has it")
+    return names[0]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return ""
+
+
+def _evict(path: Path) -> None:
+    """Delete a cached download (the snapshot link and the blob it points at) so a rerun fetches it again."""
+    blob = path.resolve()
+    path.unlink(missing_ok=True)
+    blob.unlink(missing_ok=True)
+
+
+def fetch_file(spec: HubFile, progress: Callable[[str], None] = print) -> Fetched:
+    """Download one file at its commit (resolving main when no commit is pinned) and verify its sha256."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    commit = spec.commit or resolve_commit(spec.repo, "main", spec.repo_type)
+    filename = _match(spec, commit)
+    with hub_errors(f"{spec.repo_type} file", f"{spec.repo}:{filename}", commit[:12]):
+        meta = get_hf_file_metadata(hf_hub_url(spec.repo, filename, repo_type=spec.repo_type, revision=commit))
+        progress(f"  {spec.repo}@{commit[:12]} {filename}: {human_size(meta.size)}"
+                 + ("" if spec.commit else " (no pinned commit: main resolved now, recorded)"))
+        path = Path(hf_hub_download(spec.repo, filename, repo_type=spec.repo_type, revision=commit))
+    digest = sha256_of(path)
+    hub_sha = meta.etag if meta.etag and SHA256.fullmatch(meta.etag) else None
+    checks = [(name, value) for name, value in (("pinned", spec.sha256), ("hub LFS record", hub_sha)) if value]
+    for name, expected in checks:
+        if digest != expected:
+            _evict(path)
+            raise HubError(f"{spec.repo}@{commit[:12]} {filename}: sha256 {digest[:16]}... does not match the {name} "
+                           f"{expected[:16]}...; the download was deleted and nothing was frozen; fetch it again")
+    return Fetched(path, spec.repo, filename, commit, digest, path.stat().st_size, spec.commit is not None,
+                   tuple(name for name, _ in checks))
+
+
+def zip_member_lines(path: Path, member: str, where: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of one member of a zip, read as a stream (the archive's CRC is checked at its end)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise HubError(f"{where}: not a zip archive ({_first_line(exc)}); delete it from the HF cache and fetch again") from exc
+    with archive:
+        if member not in archive.namelist():
+            raise HubError(f"{where}: the archive has no member {member!r}; its layout changed, pin the commit that has it")
+        try:
+            with archive.open(member) as raw:
+                for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8"), start=1):
+                    yield number, line
+        except (zipfile.BadZipFile, UnicodeDecodeError) as exc:
+            raise HubError(f"{where}: member {member!r} is corrupt ({_first_line(exc)}); fetch it again") from exc

@@ -1,0 +1,37 @@
+"""``--model ORG/NAME[@REVISION]``: a checkpoint on the Hugging Face Hub, fetched with huggingface_hub's
+``snapshot_download`` (config, tokenizer and safetensors only; pickled weights only with --allow-pickle)
+into the HF cache, or read from that cache when ``HF_HUB_OFFLINE=1``. The resolved commit is part of the
+run's provenance."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ccq_eval.data.hub import hub_errors
+
+HUB_SPEC = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
+CONFIG_AND_TOKENIZER = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                        "special_tokens_map.json", "added_tokens.json", "tokenizer.model", "vocab.json", "merges.txt")
+SAFETENSORS = ("*.safetensors", "model.safetensors.index.json")
+PICKLE = ("pytorch_model*.bin", "pytorch_model.bin.index.json")
+
+
+def is_hub_spec(spec: str) -> bool:
+    """ORG/NAME[@REV] that is not a path here (a folder of that name wins)."""
+    return (not spec.startswith((".", "/", "~")) and HUB_SPEC.fullmatch(spec) is not None
+            and not Path(spec.split("@")[0]).expanduser().exists())
+
+
+def snapshot(spec: str, allow_pickle: bool) -> tuple[Path, dict]:
+    """(the snapshot folder in the HF cache, {repo, revision, commit}) for ORG/NAME[@REV]."""
+    import huggingface_hub.constants as constants
+    from huggingface_hub import snapshot_download
+
+    match = HUB_SPEC.fullmatch(spec)
+    repo, revision = match["repo"], match["revision"] or "main"
+    patterns = [*CONFIG_AND_TOKENIZER, *SAFETENSORS, *(PICKLE if allow_pickle else ())]
+    with hub_errors("model", repo, revision):
+        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
+    return folder, {"repo": repo, "revision": revision, "commit": folder.name,
+                    "offline": bool(constants.HF_HUB_OFFLINE), "endpoint": constants.ENDPOINT}

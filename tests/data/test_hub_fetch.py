@@ -1,0 +1,354 @@
+"""`ccq-eval data fetch` and `--model ORG/NAME` against a loopback hub (tests/hub_mirror.py) holding
+fixture repositories laid out as the real ones: tau/scrolls (one <config>.zip per subset, plus its
+loading script), zai-org/LongBench (data.zip with data/<key>.jsonl), emozilla/pg19 (parquet shards of
+every split), codeparrot/codeparrot-clean-valid (gzipped JSON-lines shards) and a tiny checkpoint.
+The CLI runs in a subprocess with HF_ENDPOINT pointing at the mirror, as a user would run it."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from ccq_eval.suites.longbench.data import SOURCE as LONGBENCH_SOURCE
+from ccq_eval.suites.longppl import sources
+from ccq_eval.suites.longppl.sources import deduplicate, strip_scrolls_query
+from tests.helpers import save_checkpoint, tiny_model
+from tests.hub_mirror import HubMirror, MirrorRepo
+
+ROOT = Path(__file__).resolve().parents[2]
+SCROLLS_COMMIT = "1" * 40  # what `main` of the mirror's tau/scrolls points at (no pin exists for it)
+WORDS = "the report finds that river levels rose while the budget for flood defences fell".split()
+
+
+def words(n: int, seed: int) -> str:
+    return " ".join(WORDS[(i * 7 + seed) % len(WORDS)] for i in range(n))
+
+
+def jsonl(records) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def scrolls_subset(config: str, records: list[dict]) -> bytes:
+    return zipped({f"{config}/train.jsonl": jsonl(records[:1]), f"{config}/validation.jsonl": jsonl(records[:1]),
+                   f"{config}/test.jsonl": jsonl([{**r, "output": ""} for r in records])})
+
+
+GOV_DOCS = [words(300, s) for s in range(3)]
+PAPERS = [words(250, 10 + s) for s in range(2)]
+# Qasper: three questions on paper 0, one on paper 1 -> two documents once the queries are stripped
+QASPER = [{"id": f"q{i}", "pid": f"q{i}_0", "input": f"Question {i}?\n\n{PAPERS[p]}", "output": "x"}
+          for i, p in enumerate((0, 0, 1, 0))]
+MEETINGS = [words(260, 20 + s) for s in range(2)]
+QMSUM = [{"id": f"m{i}", "pid": f"m{i}_0", "input": f"What was decided?\n\n{MEETINGS[i % 2]}", "output": "x"}
+         for i in range(3)]
+STORIES = [words(400, 30 + s) for s in range(2)]
+NARRATIVE = [{"id": f"n{i}", "pid": f"n{i}_0", "input": f"Who left?\n\n{STORIES[i // 2]}", "output": "x"}
+             for i in range(4)]
+BOOKS = [words(500, 40 + s) for s in range(3)]
+CODE = [f"def f{i}(x):\n    return x + {i}\n" * 30 for i in range(3)]
+LONGBENCH = {
+    "qasper": [{"input": f"What is {i}?", "context": words(200, 50 + i), "answers": [WORDS[i]], "length": 200,
+                "dataset": "qasper", "language": "en", "all_classes": None, "_id": f"lb{i}"} for i in range(2)],
+    "trec": [{"input": "Who wrote it?", "context": "Question: Where? Type: Location\n" * 20, "answers": ["Human"],
+              "length": 40, "dataset": "trec", "language": "en", "all_classes": ["Human", "Location"],
+              "_id": f"tr{i}"} for i in range(2)],
+}
+
+
+def parquet(texts: list[str]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"short_book_title": [f"book {i}" for i in range(len(texts))], "publication_date":
+                             [1900] * len(texts), "url": ["u"] * len(texts), "text": texts}), buffer)
+    return buffer.getvalue()
+
+
+def fixture_repos(model_dir: Path) -> list[MirrorRepo]:
+    pg19_test = "data/test-00000-of-00001-29a571947c0b5ccc.parquet"
+    return [
+        MirrorRepo("tau/scrolls", {"scrolls.py": b"# loading script (datasets >= 4 refuses it)\n", "README.md": b"#",
+                                   "gov_report.zip": scrolls_subset("gov_report", [
+                                       {"id": f"g{i}", "pid": f"g{i}", "input": d} for i, d in enumerate(GOV_DOCS)]),
+                                   "qasper.zip": scrolls_subset("qasper", QASPER),
+                                   "qmsum.zip": scrolls_subset("qmsum", QMSUM),
+                                   "narrative_qa.zip": scrolls_subset("narrative_qa", NARRATIVE)},
+                   commit=SCROLLS_COMMIT),
+        MirrorRepo("zai-org/LongBench", {"LongBench.py": b"# loading script\n", "data.zip": zipped(
+            {f"data/{key}.jsonl": jsonl(records) for key, records in LONGBENCH.items()})},
+                   commit=LONGBENCH_SOURCE.commit),
+        MirrorRepo("emozilla/pg19", {pg19_test: parquet(BOOKS), "data/train-00000-of-00002-aaaa.parquet":
+                                     parquet([words(50, 1)]), "data/validation-00000-of-00001-bbbb.parquet":
+                                     parquet([words(50, 2)])}, commit=sources.PG19_COMMIT),
+        MirrorRepo("codeparrot/codeparrot-clean-valid", {
+            "file-000000000001.json.gz": gzip.compress(jsonl([{"content": c, "path": f"f{i}.py", "license": "mit"}
+                                                                for i, c in enumerate(CODE)])),
+            "file-000000000002.json.gz": gzip.compress(jsonl([{"content": "unused", "path": "g.py"}]))},
+                   commit=sources.CODEPARROT_COMMIT),
+        MirrorRepo("ccq-test/gla-tiny", {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()},
+                   repo_type="model", commit="2" * 40, refs={"v1": "2" * 40}),
+    ]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    folder = save_checkpoint(tiny_model("gla"), tmp_path_factory.mktemp("ckpt") / "gla-tiny")
+    torch.save({"unused": torch.zeros(1)}, folder / "pytorch_model.bin")  # a pickle the hub repo also has
+    return folder
+
+
+@pytest.fixture
+def mirror(model_dir):
+    with HubMirror() as hub:
+        for repo in fixture_repos(model_dir):
+            hub.add(repo)
+        yield hub
+
+
+@pytest.fixture
+def env(tmp_path, mirror):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    return {**clean, "PYTHONPATH": str(ROOT), "HF_ENDPOINT": mirror.url, "HF_HOME": str(tmp_path / "hf"),
+            "CCQ_EVAL_CACHE": str(tmp_path / "cache"), "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def longbench_pin(mirror) -> dict:
+    """The fixture's data.zip differs from the real one: the pin's sha256 is replaced by the fixture's."""
+    data = mirror.repos[("dataset", "zai-org/LongBench")].files["data.zip"]
+    return {"ccq_eval.suites.longbench.data.SOURCE.sha256": hashlib.sha256(data).hexdigest()}
+
+
+def cli(env, *args, pins: dict | None = None, timeout=600) -> subprocess.CompletedProcess:
+    """`ccq-eval ARGS` in a subprocess; ``pins`` replace pinned values (the real ones name real files)."""
+    patch = "".join(f"import dataclasses, {k.rsplit('.', 2)[0]} as m\n"
+                    f"m.{k.rsplit('.', 2)[1]} = dataclasses.replace(m.{k.rsplit('.', 2)[1]}, {k.rsplit('.', 1)[1]}={v!r})\n"
+                    for k, v in (pins or {}).items())
+    code = patch + f"import sys\nfrom ccq_eval.cli import main\nsys.exit(main({list(args)!r}))\n"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def one_line_error(result, *fragments):
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ccq-eval: error:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def frozen(env, kind, name) -> tuple[list[dict], dict]:
+    path = Path(env["CCQ_EVAL_CACHE"]) / kind / f"{name}.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return records, json.loads(path.with_suffix(".meta.json").read_text())["key"]
+
+
+def cached_files(env, kind) -> list[str]:
+    folder = Path(env["CCQ_EVAL_CACHE"]) / kind
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+# --- cleaning rules, against SCROLLS' own statement of its layout ------------------------------------
+
+def test_scrolls_query_is_cut_at_the_first_blank_line():
+    assert strip_scrolls_query("Q?\n\nPara one.\n\nPara two.", "x") == "Para one.\n\nPara two."
+    with pytest.raises(sources.SourceLayoutError, match="no blank line"):
+        strip_scrolls_query("no separator here", "x")
+
+
+def test_deduplicate_keeps_first_occurrence_order():
+    docs = [{"text": t, "name": n} for t, n in (("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5))]
+    kept, dropped = deduplicate(docs)
+    assert [d["name"] for d in kept] == [1, 2, 4] and dropped == 2
+
+
+# --- data fetch, end to end -----------------------------------------------------------------------
+
+def test_fetch_longppl_reads_the_hub_layouts_and_records_the_source(env, mirror):
+    result = cli(env, "data", "fetch", "longppl")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert cached_files(env, "longppl") == sorted(f"{c}{ext}" for c in sources.SOURCES for ext in (".jsonl", ".meta.json"))
+    govreport, key = frozen(env, "longppl", "govreport")
+    assert [d["text"] for d in govreport] == GOV_DOCS
+    zip_bytes = mirror.repos[("dataset", "tau/scrolls")].files["gov_report.zip"]
+    assert key["source"] == {"repo": "tau/scrolls", "file": "gov_report.zip", "commit": SCROLLS_COMMIT,
+                             "sha256": hashlib.sha256(zip_bytes).hexdigest(), "bytes": len(zip_bytes),
+                             "commit_pinned": False, "sha256_checked_against": ["hub LFS record"]}
+    assert key["member"] == "gov_report/test.jsonl" and "GovReport" in key["licence"]
+    qasper, key = frozen(env, "longppl", "qasper")
+    assert [d["text"] for d in qasper] == PAPERS and key["duplicates_dropped"] == 2 and key["query_stripped"]
+    assert [d["text"] for d in frozen(env, "longppl", "qmsum")[0]] == MEETINGS
+    assert [d["text"] for d in frozen(env, "longppl", "narrativeqa")[0]] == STORIES
+    pg19, key = frozen(env, "longppl", "pg19")
+    assert [d["text"] for d in pg19] == BOOKS and key["source"]["commit"] == sources.PG19_COMMIT
+    code, key = frozen(env, "longppl", "codeparrot")
+    assert [d["text"] for d in code] == CODE and key["source"]["file"] == "file-000000000001.json.gz"
+    fetched = {path for method, path in mirror.requests if method == "GET" and "/cdn/" in path}
+    served = {hashlib.sha256(d).hexdigest(): p for r in mirror.repos.values() for p, d in r.files.items()}
+    names = {served[p.rsplit("/", 1)[1]] for p in fetched}
+    assert not any("train-" in n or "validation-" in n or n == "file-000000000002.json.gz" for n in names), names
+    assert "gov_report.zip: " in result.stdout and "no pinned commit" in result.stdout  # size said before download
+
+
+def test_fetch_longbench_checks_the_pinned_archive_and_each_member(env, mirror):
+    refused = cli(env, "data", "fetch", "longbench", "--corpora", "qasper,trec")  # fixture zip != the real pin
+    one_line_error(refused, "zai-org/LongBench@5e628be450b7", "does not match the pinned", "nothing was frozen")
+    assert cached_files(env, "longbench") == []
+    assert not list(Path(env["HF_HOME"]).rglob("data.zip")), "the refused download stays in the HF cache"
+    result = cli(env, "data", "fetch", "longbench", "--corpora", "qasper,trec", pins=longbench_pin(mirror))
+    assert result.returncode == 0, result.stderr[-3000:]
+    for key, records in LONGBENCH.items():
+        stored, meta = frozen(env, "longbench", key)
+        assert stored == records and meta["member"] == f"data/{key}.jsonl"
+        assert meta["source"]["commit"] == LONGBENCH_SOURCE.commit and meta["source"]["commit_pinned"]
+        assert meta["source"]["sha256_checked_against"] == ["pinned", "hub LFS record"]
+
+
+def test_corrupt_download_is_refused_and_nothing_frozen(env, mirror):
+    mirror.corrupt.add("gov_report.zip")
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "govreport"),
+                   "sha256", "hub LFS record", "nothing was frozen")
+    assert cached_files(env, "longppl") == [] and not list(Path(env["HF_HOME"]).rglob("gov_report.zip"))
+    mirror.corrupt.clear()
+    assert cli(env, "data", "fetch", "longppl", "--corpora", "govreport").returncode == 0
+    assert [d["text"] for d in frozen(env, "longppl", "govreport")[0]] == GOV_DOCS
+
+
+def test_interrupted_download_leaves_nothing_half_written(env, mirror):
+    mirror.cut.add("data/test-00000-of-00001-29a571947c0b5ccc.parquet")
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "pg19"), "emozilla/pg19", "nothing was frozen")
+    assert cached_files(env, "longppl") == []
+    assert not [p for p in Path(env["HF_HOME"]).rglob("*.parquet")], "no file under its final name"
+    mirror.cut.clear()
+    assert cli(env, "data", "fetch", "longppl", "--corpora", "pg19").returncode == 0
+    assert [d["text"] for d in frozen(env, "longppl", "pg19")[0]] == BOOKS
+
+
+def test_hub_unreachable_or_failing_is_one_line(env, mirror):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    one_line_error(cli({**env, "HF_ENDPOINT": closed}, "data", "fetch", "longppl", "--corpora", "qasper"),
+                   "tau/scrolls", closed)
+    mirror.down = True
+    one_line_error(cli(env, "data", "fetch", "longbench", "--corpora", "trec"), "zai-org/LongBench")
+    one_line_error(cli({**env, "HF_HUB_OFFLINE": "1"}, "data", "fetch", "longppl", "--corpora", "pg19"),
+                   "HF_HUB_OFFLINE")
+    assert cached_files(env, "longppl") == [] and cached_files(env, "longbench") == []
+
+
+def test_changed_layout_is_named(env, mirror):
+    mirror.repos[("dataset", "tau/scrolls")].files["qasper.zip"] = zipped({"qasper/validation.jsonl": b"{}\n"})
+    mirror.add(mirror.repos[("dataset", "tau/scrolls")])
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "qasper"), "no member 'qasper/test.jsonl'")
+    assert cached_files(env, "longppl") == []
+
+
+# --- --model ORG/NAME, online and offline, through the suites -----------------------------------------
+
+def stored_run(store: Path) -> dict:
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    return dict(db.execute("SELECT * FROM runs").fetchone())
+
+
+def test_hub_model_runs_longppl_online_then_offline(env, mirror, tmp_path, model_dir):
+    assert cli(env, "data", "fetch", "longppl", "--corpora", "pg19").returncode == 0
+    store = tmp_path / "s.db"
+    args = ("--suite", "longppl", "--tasks", "pg19", "--lengths", "256", "--samples", "2", "--device", "cpu")
+    result = cli(env, "--model", "ccq-test/gla-tiny", *args, "--store", str(store))
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = stored_run(store)
+    assert json.loads(run["versions"])["checkpoint"] == "ccq-test/gla-tiny@" + "2" * 40
+    assert run["model_spec"] == "ccq-test/gla-tiny" and run["label"] == "gla-tiny"
+    downloaded = {p.name for p in Path(env["HF_HOME"]).rglob("snapshots/*/*")}
+    assert "model.safetensors" in downloaded and "pytorch_model.bin" not in downloaded  # no pickle unasked
+    (value,) = sqlite3.connect(store).execute("SELECT value FROM metrics WHERE metric = 'perplexity'").fetchone()
+    assert value == pytest.approx(independent_perplexity(model_dir, env, 256, 2), rel=1e-5)
+
+    mirror.down = True  # offline: the same checkpoint from the HF cache, the same commit recorded
+    offline_store = tmp_path / "offline.db"
+    result = cli({**env, "HF_HUB_OFFLINE": "1"}, "--model", "ccq-test/gla-tiny", *args, "--store", str(offline_store))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(stored_run(offline_store)["versions"])["checkpoint"] == "ccq-test/gla-tiny@" + "2" * 40
+    one_line_error(cli({**env, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty")}, "--model",
+                       "ccq-test/gla-tiny", *args, "--store", str(tmp_path / "x.db")), "HF_HUB_OFFLINE", "no copy")
+    assert not (tmp_path / "x.db").exists()
+
+
+def independent_perplexity(model_dir: Path, env: dict, length: int, count: int) -> float:
+    """exp(mean NLL) of the first `count` books' first `length` tokens after BOS, by one plain forward each."""
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import ccq_eval.models  # noqa: F401
+    from ccq_eval.models.cpu_backend import install_cpu_backend
+
+    install_cpu_backend()
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    total, tokens = 0.0, 0
+    for text in BOOKS[:count]:
+        ids = torch.tensor([[start, *tokenizer(text, add_special_tokens=False)["input_ids"][:length]]])
+        with torch.no_grad():
+            logits = model(ids).logits[0, :-1].double()
+        total += F.cross_entropy(logits, ids[0, 1:], reduction="sum").item()
+        tokens += length
+    return math.exp(total / tokens)
+
+
+def test_hub_model_at_a_revision_runs_longbench(env, mirror, tmp_path):
+    assert cli(env, "data", "fetch", "longbench", "--corpora", "trec", pins=longbench_pin(mirror)).returncode == 0
+    store = tmp_path / "s.db"
+    result = cli(env, "--model", "ccq-test/gla-tiny@v1", "--suite", "longbench", "--tasks", "trec", "--lengths", "512",
+                 "--samples", "2", "--device", "cpu", "--store", str(store))
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = stored_run(store)
+    assert json.loads(run["versions"])["checkpoint"] == "ccq-test/gla-tiny@" + "2" * 40 and run["label"] == "gla-tiny"
+    (n,) = sqlite3.connect(store).execute("SELECT n FROM metrics WHERE task = 'longbench_trec' AND is_primary = 1").fetchone()
+    assert n == 2
+
+
+@pytest.mark.parametrize("spec, fragments", [
+    ("ccq-test/missing", ("ccq-test/missing", "no such repository")),
+    ("ccq-test/gla-tiny@" + "9" * 40, ("no such revision",)),
+    ("ccq-test/gla-tiny@nobranch", ("no such revision",)),
+])
+def test_bad_hub_model_is_one_line_and_writes_nothing(env, mirror, tmp_path, spec, fragments):
+    store = tmp_path / "s.db"
+    one_line_error(cli(env, "--model", spec, "--suite", "sniah", "--lengths", "1k", "--store", str(store)), *fragments)
+    assert not store.exists()
+
+
+def test_pickle_weights_only_with_allow_pickle(env, mirror, tmp_path):
+    repo = mirror.repos[("model", "ccq-test/gla-tiny")]
+    pickled = MirrorRepo("ccq-test/gla-pickle", {k: v for k, v in repo.files.items() if k != "model.safetensors"},
+                         repo_type="model")
+    mirror.add(pickled)
+    one_line_error(cli(env, "--model", "ccq-test/gla-pickle", "--suite", "sniah", "--lengths", "1k", "--store",
+                       str(tmp_path / "s.db")), "--allow-pickle")
+    assert not [p for p in Path(env["HF_HOME"]).rglob("pytorch_model.bin")]
