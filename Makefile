@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench install clean
+.PHONY: test test-interpreter demo bench install clean
 
 install: $(STAMP)
 
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml Makefile
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+	$(MAKE) test-interpreter
+
+# fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
+# before triton is imported); tests/interpreter/patches.py holds the three patches it needs
+test-interpreter: $(STAMP)
+	TRITON_INTERPRET=1 $(PY) -m pytest -q tests/interpreter
 
 demo: $(STAMP)
 	$(PY) -m ccq_eval.demo

@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed for data generation and lm-eval (default 0)")
     run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
-    run.add_argument("--batch-size", type=int, default=1, help="generation batch size (default 1)")
+    run.add_argument("--batch-size", default="auto",
+                     help="batch size, or auto (default): 1 on CPU, the largest power of two up to 64 that fits on a GPU")
     run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
     run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
     run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
@@ -169,17 +170,23 @@ def _data(args) -> int:
     return 0
 
 
+def _batch_size(value: str) -> int | str:
+    if value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise BadInput(f"--batch-size {value}: must be a positive integer or auto")
+    return int(value)
+
+
 def _run(args) -> int:
     from ccq_eval.run import RunRequest, run_suite
 
     request = RunRequest(
         model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
         label=args.label, store=args.store, data_dir=args.data_dir, haystack=args.haystack, seed=args.seed,
-        device=args.device, dtype=args.dtype, batch_size=args.batch_size, force=args.force, dry_run=args.dry_run,
+        device=args.device, dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
         engine=args.engine, shard=args.shard)
-    if args.batch_size < 1:
-        raise BadInput(f"--batch-size {args.batch_size}: must be at least 1")
     return run_suite(request)
 
 

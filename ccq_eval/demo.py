@@ -88,38 +88,65 @@ def partition(jobs: list[Job], workers: int) -> list[list[Job]]:
 
 def run_share(jobs: list[dict], store: str, logs: str) -> int:
     """One worker process: its jobs in turn through `ccq-eval run` in-process (one interpreter start,
-    not one per job), each job's output to its own log; returns how many failed."""
+    not one per job), each job's output (and its progress bars) to its own log, start and end reported to
+    the events file the parent draws its progress line from; returns how many failed."""
     import contextlib
+    import logging
 
     from ccq_eval import cli
+    from ccq_eval.demo_console import report
 
+    events = Path(logs) / EVENTS
     failed = 0
     for job in jobs:
         start = time.time()
         log = Path(logs) / (job["name"].replace(" ", "_").replace("+", "_") + ".log")
+        report(events, job["name"], "start")
         with open(log, "w") as handle, contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+            to_log = logging.StreamHandler(handle)  # library loggers made their handlers before the redirect
+            logging.getLogger().addHandler(to_log)
             try:
                 rc = cli.main(["run", *job["args"], "--store", store])
             except Exception as exc:  # noqa: BLE001 - reported, and the next job still runs
                 print(f"{type(exc).__name__}: {exc}")
                 rc = 1
+            finally:
+                logging.getLogger().removeHandler(to_log)
         failed += rc != 0
-        status = "ok" if rc == 0 else f"FAILED (exit {rc}; see {log})"
-        print(f"  {job['name']:<28} {time.time() - start:6.0f} s  {status}", flush=True)
+        report(events, job["name"], "done", status="ok" if rc == 0 else f"exit {rc}", seconds=time.time() - start,
+               log=str(log))
     return failed
 
 
+EVENTS = "events.jsonl"
+
+
 def run_jobs(jobs: list[Job], store: Path, logs: Path, workers: int) -> int:
-    """The jobs split over `workers` processes with a share of the cores each; returns the failures."""
+    """The jobs split over `workers` processes with a share of the cores each, one progress line drawn
+    meanwhile; returns the failures."""
+    from ccq_eval.demo_console import watch
+
     logs.mkdir(parents=True, exist_ok=True)
+    (logs / EVENTS).write_text("")
+    # the workers' library notices (transformers' "longer than the maximum length", lm-eval's chatter) say
+    # nothing to a newcomer: errors only, and those go to each job's log
     env = dict(os.environ, OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // workers)),
-               TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore")
-    procs = []
+               TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore", TRANSFORMERS_VERBOSITY="error",
+               TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
+    procs, started = [], time.time()
     for share in partition(jobs, workers):
         spec = json.dumps({"jobs": [{"name": j.name, "args": list(j.args)} for j in share],
                            "store": str(store), "logs": str(logs)})
-        procs.append(subprocess.Popen([sys.executable, "-m", "ccq_eval.demo", "--worker", spec], env=env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "ccq_eval.demo", "--worker", spec], env=env,
+                                      stdout=subprocess.DEVNULL))
+    watch(procs, logs / EVENTS, {j.name: j.cost for j in jobs}, started)
     return sum(proc.wait() for proc in procs)
+
+
+def job_times(logs: Path) -> list[tuple[str, float, str]]:
+    from ccq_eval.demo_console import read_events
+
+    return [(e["job"], e["seconds"], e["status"]) for e in read_events(logs / EVENTS) if e["event"] == "done"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,16 +191,29 @@ def main(argv: list[str] | None = None) -> int:
           f"store {store} (finished units are kept: rerunning resumes)", flush=True)
     started = time.time()
     failures = run_jobs(jobs, store, out / "logs", args.workers)
+    times = job_times(out / "logs")
+    with open(out / "logs" / "times.txt", "w") as handle:  # the per-job breakdown, longest first
+        for name, seconds, status in sorted(times, key=lambda t: -t[1]):
+            handle.write(f"{name:<32} {seconds:7.0f} s  {status}\n")
     if failures:
-        print(f"demo: error: {failures} evaluation(s) failed (see the lines above and {out / 'logs'})", file=sys.stderr)
+        for name, _, status in times:
+            if status != "ok":
+                print(f"  failed: {name} ({status}; see {out / 'logs'})", file=sys.stderr)
+        print(f"demo: error: {failures} evaluation(s) failed (logs in {out / 'logs'})", file=sys.stderr)
         return 1
-    print(f"evaluations done in {(time.time() - started) / 60:.1f} min\n", flush=True)
-    for table in ("sniah", "sniah-partial", "longppl", "seeds"):
-        if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
+    print(f"evaluations done in {(time.time() - started) / 60:.1f} min (per job: {out / 'logs' / 'times.txt'})",
+          flush=True)
+    import contextlib
+
+    from ccq_eval.demo_console import summary
+
+    with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
+        for table in ("sniah", "sniah-partial", "longppl", "seeds"):
+            if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
+                return 1
+        if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:
             return 1
-    if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:
-        return 1
-    print(f"\nstore: {store}\ntables (csv, tex, md): {out / 'tables'}\nfigures (png, pdf): {out / 'figures'}")
+    print("\n" + summary(store, parse_lengths(args.lengths), out))
     return 0
 
 

@@ -1,3 +1,4 @@
+import os
 import warnings
 
 import pytest
@@ -6,6 +7,9 @@ import torch
 warnings.filterwarnings("ignore", message="Triton is not supported")
 
 from ccq_eval.models.cpu_backend import install_cpu_backend  # noqa: E402
+
+# the interpreter tier needs TRITON_INTERPRET=1 before triton imports: its own process (make test-interpreter)
+collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpreter"]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -13,9 +13,11 @@ import contextlib
 import copy
 import logging
 import os
+from typing import Callable
 
 import torch
 from lm_eval.models.huggingface import HFLM
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 
 class PromptTooLong(RuntimeError):
@@ -91,7 +93,41 @@ class CCQEvalLM(HFLM):
         stops = [t for t in (self.tokenizer.eos_token_id, newline) if t is not None]
         return {**generation_kwargs, "eos_token_id": stops, "min_new_tokens": 1}
 
+    # --- rows that stop once their output settles the score (S-NIAH) -----------------------------------
+
+    def stop_when(self, predicates: dict[tuple[int, ...], Callable[[str], bool]]) -> None:
+        """Prompt token ids -> a predicate on the decoded continuation: a row stops decoding once it holds
+        (S-NIAH: every needle value is in the output, after which string_match_all cannot change). Rows
+        without one, and every row under other callers, decode to their budget as before."""
+        self._stop_predicates = dict(predicates)
+        self.decode_steps = 0  # generated tokens of the rows that had predicates (benchmarks, tests)
+
+    @contextlib.contextmanager
+    def _row_stops(self, context, mask):
+        """lm-eval builds its stopping criteria inside HFLM._model_generate and passes them to generate();
+        ours is appended to that list by wrapping its builder for this call only."""
+        import lm_eval.models.huggingface as hf
+
+        predicates = getattr(self, "_stop_predicates", None) or {}
+        rows = [tuple(ids[m.bool()].tolist()) if m is not None else tuple(ids.tolist())
+                for ids, m in zip(context, mask if mask is not None else [None] * len(context))]
+        chosen = [predicates.get(r) for r in rows]
+        if not any(chosen):
+            yield
+            return
+        original = hf.stop_sequences_criteria
+        criterion = _PredicateStop(self.tokenizer, context.shape[1], chosen, self)
+        hf.stop_sequences_criteria = lambda *args, **kwargs: StoppingCriteriaList([*original(*args, **kwargs), criterion])
+        try:
+            yield
+        finally:
+            hf.stop_sequences_criteria = original
+
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
+        with self._row_stops(context, generation_kwargs.get("attention_mask")):
+            return self._generate(context, max_length, stop, **generation_kwargs)
+
+    def _generate(self, context, max_length, stop, **generation_kwargs):
         generation_kwargs = self._newline_stop(generation_kwargs)
         expected = getattr(self, "_expected_answers", None)
         mask = generation_kwargs.get("attention_mask")
@@ -174,3 +210,21 @@ class CCQEvalLM(HFLM):
     @property
     def device(self) -> torch.device:
         return self._device
+
+
+class _PredicateStop(StoppingCriteria):
+    """Per row: True once the row's predicate holds on its decoded continuation (HF then pads the row)."""
+
+    def __init__(self, tokenizer, prompt_length: int, predicates: list, counter):
+        self.tokenizer, self.prompt_length, self.predicates, self.counter = tokenizer, prompt_length, predicates, counter
+        self.done = [False] * len(predicates)
+
+    def __call__(self, input_ids, scores, **kwargs):
+        for i, predicate in enumerate(self.predicates):
+            if predicate is None or self.done[i]:
+                continue
+            self.counter.decode_steps += 1
+            text = self.tokenizer.decode(input_ids[i, self.prompt_length:], skip_special_tokens=True)
+            self.done[i] = bool(predicate(text))
+        return torch.tensor([d if p is not None else False for d, p in zip(self.done, self.predicates)],
+                            dtype=torch.bool, device=input_ids.device)

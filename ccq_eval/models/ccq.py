@@ -15,6 +15,8 @@ large mean. Sigma is shift-invariant, so the fast path works on keys shifted by 
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 
 import torch
@@ -66,24 +68,70 @@ def _apply_trace_scale(sigma_q: torch.Tensor, trace: torch.Tensor) -> torch.Tens
     return sigma_q / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
 
 
-def running_key_sums(q, kc, s0, p0, chunk_size=64):
+FP32_BOUND = 1e-4  # relative error against the float64 definition that fp32 inputs must meet
+
+# How the second moment is computed: "torch" (chunked matmuls in IEEE fp32 on every device), or "fla"
+# (fla's chunk_simple_gla kernel). On Ampere and newer GPUs the kernel's fp32 tl.dot runs in TF32 (10
+# mantissa bits): 1e-3 to 1e-2 relative error, measured under Triton's interpreter with TF32-rounded dots
+# (tests/interpreter), above FP32_BOUND. So the default is "torch"; "fla" stays for measuring it.
+SECOND_MOMENT = "torch"
+
+
+@contextlib.contextmanager
+def ieee_fp32():
+    """fp32 matmuls in full IEEE precision inside the block, whatever the process set (TF32 via
+    torch.set_float32_matmul_precision('high'), as some libraries do)."""
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+def running_key_sums(q, kc, s0, p0, chunk_size=64, kernel: str | None = None):
     """Causal sums over shifted keys kc, for ``q, kc: [B, T, H, D]``, ``s0: [B, H, D]``, ``p0: [B, H, D, D]``:
 
     ``key_sum_t = s0 + sum_{j<=t} kc_j``, ``second_q_t = p0 q_t + sum_{j<=t} kc_j (kc_j^T q_t)``,
     ``sq_norm_t = tr(p0) + sum_{j<=t} |kc_j|^2``, and ``p_T = p0 + sum_j kc_j kc_j^T``.
 
-    second_q is causal linear attention with v = k, no decay and scale 1: fla's chunked kernel on
-    CUDA; on CPU a chunked torch form, where prefix sums inside a chunk are a triangular matmul and
-    only a loop over chunks adds the D x D chunk outer products (torch's cumsum is slow on CPU).
+    second_q is causal linear attention with v = k, no decay and scale 1. The "torch" form (default,
+    SECOND_MOMENT): prefix sums inside a chunk are a triangular matmul, and the D x D states entering the
+    chunks are a loop over chunks on CPU (torch's cumsum is slow there) or one cumsum elsewhere.
+    ``kernel="fla"``: fla's chunked kernel (float32 only; TF32 on recent GPUs, see SECOND_MOMENT).
     """
     B, T, H, D = q.shape
-    if q.is_cuda:
+    kernel = kernel or SECOND_MOMENT
+    if kernel == "fla":
         from fla.ops.simple_gla import chunk_simple_gla
 
+        if q.dtype == torch.float64:
+            raise ValueError("running_key_sums: float64 statistics cannot go through fla's fp32-accumulating "
+                             "kernel; use the torch form")
         second_q, _ = chunk_simple_gla(q, kc, kc, scale=1.0, initial_state=p0.contiguous())
         key_sum = s0.unsqueeze(1) + kc.cumsum(dim=1)
         sq_norm = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1).unsqueeze(1) + (kc * kc).sum(-1).cumsum(dim=1)
         return key_sum, second_q, sq_norm, p0 + torch.einsum("bthi,bthj->bhij", kc, kc)
+    with ieee_fp32():
+        return _torch_key_sums(q, kc, s0, p0, chunk_size, loop=q.device.type == "cpu")
+
+
+def entering_states(p0: torch.Tensor, outer: torch.Tensor, loop: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the state entering each chunk [B, H, NC, D, D], the final state): p0 plus the outer products of the
+    chunks before; a Python loop (the reference, and faster on CPU) or one cumsum (fewer launches on a GPU)."""
+    if not loop:
+        inclusive = p0.unsqueeze(2) + outer.cumsum(dim=2)
+        return inclusive - outer, inclusive[:, :, -1]
+    entering = []  # a list: slice assignment costs autograd dearly
+    state = p0
+    for n in range(outer.shape[2]):
+        entering.append(state)
+        state = state + outer[:, :, n]
+    return torch.stack(entering, dim=2), state
+
+
+def _torch_key_sums(q, kc, s0, p0, chunk_size, loop):
+    B, T, H, D = q.shape
     C = chunk_size
     pad = (-T) % C
     NC = (T + pad) // C
@@ -97,12 +145,7 @@ def running_key_sums(q, kc, s0, p0, chunk_size=64):
     before = start.unsqueeze(2) + totals.cumsum(dim=2) - totals
     sums = tri @ with_norm + before.unsqueeze(3)
     outer = kcc.transpose(-1, -2) @ kcc  # [B, H, NC, D, D]
-    entering = []  # the D x D state entering each chunk (a list: slice assignment costs autograd dearly)
-    state = p0
-    for n in range(NC):
-        entering.append(state)
-        state = state + outer[:, :, n]
-    entering = torch.stack(entering, dim=2)
+    entering, state = entering_states(p0, outer, loop)
     # every prefix state is symmetric, so q @ P == (P q)^T
     second = ((qc @ kcc.transpose(-1, -2)) * tri) @ kcc + qc @ entering
 

@@ -12,6 +12,7 @@ When an fla upgrade moves or renames a symbol, ``install_cpu_backend`` fails wit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import re
@@ -71,6 +72,20 @@ PATCHES: tuple[PatchTarget, ...] = (
 
 _DICT_ITEM = re.compile(r"^(\w+)\[(\w+)\]$")
 _INSTALLED = False
+_FLA_ON_CPU = False
+
+
+@contextlib.contextmanager
+def fla_kernels_on_cpu():
+    """Inside the block CPU tensors go to fla's own functions, whose Triton kernels Triton's interpreter
+    runs on CPU (TRITON_INTERPRET=1; the interpreter test tier). What fla lacks here (flash-attn's entry
+    points without flash-attn) keeps the torch replacement."""
+    global _FLA_ON_CPU
+    saved, _FLA_ON_CPU = _FLA_ON_CPU, True
+    try:
+        yield
+    finally:
+        _FLA_ON_CPU = saved
 
 
 class BackendSymbolMissing(RuntimeError):
@@ -114,7 +129,7 @@ def _dispatcher(original: Callable | None, replacement: Callable, qualname: str)
     @functools.wraps(replacement)
     def dispatch(*args, **kwargs):
         tensor = _first_tensor(args, kwargs)
-        if tensor is not None and tensor.device.type == "cpu":
+        if tensor is not None and tensor.device.type == "cpu" and not (_FLA_ON_CPU and original is not None):
             return replacement(*args, **kwargs)
         if original is None:
             raise ImportError(f"{qualname} is not installed for device {tensor.device if tensor is not None else '?'}")

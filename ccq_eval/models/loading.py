@@ -218,17 +218,27 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
 
     from ccq_eval import __version__
     from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.models.kv_cache import install_growing_kv_cache
 
     path, hub = resolve_spec(spec, allow_pickle)
     raw = _read_config(path)
     files = _weight_files(path, allow_pickle)
+    if dtype in ("float64", torch.float64) and (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
+        # fla's Triton kernels accumulate in float32: float64 weights would go in, float32 numbers come out
+        raise ModelLoadError(f"dtype float64 on {device}: fla's CUDA kernels compute in float32; use float32 or "
+                             "bfloat16 on CUDA, or float64 with --device cpu")
     target = _pick_device(device)
     torch_dtype = _pick_dtype(dtype, target)
     if not any((path / name).exists() for name in TOKENIZER_FILES):
         raise ModelLoadError(f"model {str(path)!r}: no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}); save the tokenizer into the checkpoint folder")
     if target.type == "cpu":
         install_cpu_backend()
+    install_growing_kv_cache()  # attention caches append in place (fla's appends copy the cache every step)
     config = _build_config(path, raw, ccq_overrides)
+    mapped = {}
+    if getattr(config, "attn_mode", None) == "fused_chunk":
+        # fla 0.6 refuses fused_chunk on CUDA; it computes what chunk computes, so both devices run chunk
+        config.attn_mode, mapped["attn_mode"] = "chunk", "fused_chunk -> chunk"
     try:
         with _quiet_transformers():  # loading chatter and progress bars; mismatches are checked below
             model, info = AutoModelForCausalLM.from_pretrained(
@@ -265,6 +275,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         "weight_files": [f.name for f in files],
         "config": config.to_dict(),
         "ccq_overrides": dict(ccq_overrides or {}),
+        "config_mapped": mapped,
         "newly_initialised": fresh,
         "dtype": str(torch_dtype).replace("torch.", ""),
         "device": str(target),

@@ -20,6 +20,7 @@ class Evaluand:
 
 def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     """The default: a checkpoint through load_model, wrapped for lm-eval with an explicit budget."""
+    from ccq_eval.lm.batching import auto_batch_size
     from ccq_eval.lm.wrapper import CCQEvalLM, distributed_rank
     from ccq_eval.models.loading import load_model
 
@@ -32,5 +33,9 @@ def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     model, tokenizer, provenance = load_model(request.model, device=device, dtype=request.dtype,
                                               allow_pickle=request.allow_pickle,
                                               ccq_overrides=ccq_overrides(request) or None)
-    lm = CCQEvalLM(model, tokenizer, max_length=max_length, batch_size=request.batch_size)
+    batch_size = request.batch_size
+    if batch_size == "auto":
+        batch_size = auto_batch_size(model, max_length, provenance["config"].get("vocab_size") or len(tokenizer))
+    provenance["batch_size"] = batch_size
+    lm = CCQEvalLM(model, tokenizer, max_length=max_length, batch_size=batch_size)
     return Evaluand(lm=lm, tokenizer=tokenizer, tokenizer_path=provenance["path"], provenance=provenance)

@@ -24,7 +24,7 @@ class RunRequest:
     seed: int = 0
     device: str = "auto"
     dtype: str | None = None
-    batch_size: int = 1
+    batch_size: int | str = "auto"  # resolved by the evaluand (lm/batching.py)
     force: bool = False
     dry_run: bool = False
     allow_pickle: bool = False

@@ -65,6 +65,12 @@ def untrusted_number(outcome: UnitOutcome) -> str | None:
     return None
 
 
+def batch_size_of(provenance: dict, request) -> int:
+    """The batch size the evaluand resolved (``auto``), or the request's (evaluands made elsewhere: tests)."""
+    size = provenance.get("batch_size", request.batch_size)
+    return 1 if size == "auto" else size
+
+
 class SuitePlan:
     """One suite of a run: its tasks, lengths, samples and driver. Drivers read these (and the
     run's request, evaluand and metric rows) from here."""
@@ -133,7 +139,7 @@ class SuiteRunner:
             for length in plan.lengths:
                 settings, data_key = plan.driver.unit_settings(task, length)
                 settings = {"samples": plan.samples, "seed": self.request.seed, "dtype": prov["dtype"],
-                            "batch_size": self.request.batch_size, **settings}
+                            "batch_size": batch_size_of(prov, self.request), **settings}
                 key = unit_key(prov, plan.suite.name, task, length, settings, data_key)
                 units.append(Unit(plan.suite.name, task, length, settings, data_key, key))
         return units
@@ -203,7 +209,7 @@ class SuiteRunner:
         return {
             "label": self.label, "model_spec": r.model, "weights_sha256": prov["weights_sha256"],
             "model_config": prov["config"], "ccq_overrides": prov.get("ccq_overrides", {}), "dtype": prov["dtype"],
-            "device": prov["device"], "batch_size": r.batch_size, "seeds": {"seed": r.seed},
+            "device": prov["device"], "batch_size": batch_size_of(prov, r), "seeds": {"seed": r.seed},
             "command_line": r.command_line, "versions": versions,
             "git_sha": git_sha(),
         }

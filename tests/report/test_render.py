@@ -94,3 +94,27 @@ def test_depth_heatmap_has_a_panel_per_task_and_label(store):
         f"{label} · {t}" for label in ("GLA", "CCQ_GLA & 50%") for t in ("S1", "S2"))
     grid = next(ax for ax in panels if ax.get_title() == "GLA · S1").images[0].get_array()
     assert grid.shape == (10, 2) and float(grid.mean()) == pytest.approx(40.0, abs=15)
+
+
+def test_depth_heatmap_wraps_into_rows_of_five_and_stays_readable(tmp_path):
+    """The demo's 15 models x 2 tasks: 30 panels in 6 rows of 5, no wider than 2,500 px at the saved dpi."""
+    from ccq_eval.report.figures import write_figure
+
+    store = Store(tmp_path / "ccq.db")
+    labels = [f"model-{i:02d}" for i in range(15)]
+    for label in labels:
+        run = _run(store, label)
+        for task in ("sniah_1", "sniah_2"):
+            for length in (1024, 2048, 4096, 8192):
+                _unit(store, run, label, task, length, 50.0, n=10)
+    fig = draw_figure(store, "sniah-depth")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len(panels) == 30
+    columns = sorted({round(ax.get_position().x0, 3) for ax in panels})
+    rows = sorted({round(ax.get_position().y0, 3) for ax in panels})
+    assert len(columns) == 5 and len(rows) == 6
+    from PIL import Image
+
+    png = write_figure(fig, tmp_path / "f", "sniah-depth")[0]
+    width, height = Image.open(png).size
+    assert width <= 2500 and height <= 2500, (width, height)

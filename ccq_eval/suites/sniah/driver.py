@@ -4,15 +4,18 @@ from the frozen file."""
 
 from __future__ import annotations
 
+import functools
+
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
-from ccq_eval.suites.sniah.scoring import answer_prefix
+from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix
 
 TASK_VERSION = 1.0
+EARLY_STOP = True  # stop a row once every needle value is in its output (False: all 128 tokens, the reference)
 FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
 
 
@@ -102,11 +105,17 @@ class SniahDriver:
 
         lm = self.runner.evaluand.lm
         self._prompt_keys = {}  # sample index -> the prompt's token ids, as generation encodes them
-        if isinstance(lm, CCQEvalLM) and FUSED_ANSWER_NLL:
+        if not isinstance(lm, CCQEvalLM):
+            return
+        self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
+        if FUSED_ANSWER_NLL:
             tokenizer = self.runner.evaluand.tokenizer
-            self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
             lm.expect_answers({self._prompt_keys[d["index"]]:
                                tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
+        # a row stops once all of its needle values are in its output: string_match_all is then 1 and no
+        # later token can change it (RULER scores containment); the answer prefix is fixed by then too
+        lm.stop_when({self._prompt_keys[d["index"]]: functools.partial(all_values_found, values=d["outputs"])
+                      for d in records} if EARLY_STOP else {})
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
         r = self.runner

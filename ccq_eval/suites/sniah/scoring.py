@@ -19,6 +19,11 @@ def ruler_string_match(prediction: str, references: list[str]) -> float:
     return sum(ref.lower() in text for ref in references) / len(references)
 
 
+def all_values_found(prediction: str, values: list[str]) -> bool:
+    """The early-stop rule: string match is 1 on this prefix, so on every continuation of it."""
+    return ruler_string_match(prediction, values) == 1.0
+
+
 def answer_prefix(prediction: str, value: str) -> float:
     """Fraction of the value reproduced correctly from its start (after RULER's post-processing and
     leading whitespace): partial retrieval that exact match hides."""

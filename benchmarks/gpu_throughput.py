@@ -1,0 +1,148 @@
+"""Prefill and decode throughput of 1.3B-shaped, randomly initialised GLA, GDN, CCQ-GLA, CCQ-GDN and
+Transformer++ on one GPU in bf16, with each CCQ family's ratio to its backbone. One command, under 10
+minutes on an H200; `--dry-run` runs the same code on CPU at toy sizes (checks the script, measures nothing).
+
+    python benchmarks/gpu_throughput.py [--batch 8] [--prefill 4096] [--decode 256] [--repeats 5] [--out F.json]
+    python benchmarks/gpu_throughput.py --dry-run
+
+Output format (fixed, so runs can be compared later): one line per measurement,
+
+    RESULT model=<name> phase=<prefill|decode> batch=<B> tokens=<T> median_s=<s> tokens_per_s=<x>
+    RATIO model=<ccq name> backbone=<name> phase=<phase> throughput_ratio=<ccq / backbone>
+
+and the same records as JSON (--out). Medians over --repeats timed runs after one warm-up; CUDA is
+synchronised around every timed region. Prefill: one forward over B x T tokens. Decode: `--decode`
+single-token steps with the model's cache after a prefill of `--prefill` tokens (the prefill not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# ~1.3B parameters: the GLA paper's 1.3B shape (hidden 2048, 24 layers) for every family
+SHAPES = {
+    "gla": dict(hidden_size=2048, num_hidden_layers=24, num_heads=4, vocab_size=32000),
+    "gated_deltanet": dict(hidden_size=2048, num_hidden_layers=24, num_heads=8, head_dim=128, vocab_size=32000),
+    "transformer": dict(hidden_size=2048, num_hidden_layers=24, num_heads=16, vocab_size=32000),
+}
+TOY = {"gla": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
+       "gated_deltanet": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, head_dim=32, vocab_size=260),
+       "transformer": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260)}
+MODELS = {"gla": "gla", "ccq_gla": "gla", "gated_deltanet": "gated_deltanet",
+          "ccq_gated_deltanet": "gated_deltanet", "transformer": "transformer"}
+
+
+def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
+    import ccq_eval.models  # noqa: F401  (registers the CCQ families)
+    from ccq_eval.models.families import register_families
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    register_families()
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(name, **shapes[MODELS[name]], fuse_cross_entropy=False)
+    return AutoModelForCausalLM.from_config(config).to(device=device, dtype=dtype).eval()
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timed(fn, device: str, repeats: int) -> float:
+    fn()  # warm-up: kernels compiled and autotuned outside the timed runs
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@torch.no_grad()
+def measure(model, batch: int, prefill: int, decode: int, device: str, repeats: int, vocab: int) -> dict:
+    ids = torch.randint(0, vocab, (batch, prefill), device=device)
+    prefill_s = timed(lambda: model(ids, use_cache=False), device, repeats)
+
+    def decoding():
+        out = model(ids, use_cache=True)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(decode):
+            out = model(token, past_key_values=cache, use_cache=True)
+            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        sync(device)
+        return time.perf_counter() - start
+
+    decoding()  # warm-up
+    decode_s = statistics.median(decoding() for _ in range(repeats))
+    return {"prefill": (prefill_s, batch * prefill), "decode": (decode_s, batch * decode)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--prefill", type=int, default=4096)
+    parser.add_argument("--decode", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", help="also write the records as JSON here")
+    parser.add_argument("--dry-run", action="store_true", help="CPU, toy sizes, one repeat: checks the script")
+    args = parser.parse_args(argv)
+    names = args.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"--models: unknown {', '.join(unknown)}; available: {', '.join(MODELS)}")
+    if args.dry_run:
+        from ccq_eval.models.cpu_backend import install_cpu_backend
+
+        install_cpu_backend()
+        device, dtype, shapes = "cpu", torch.float32, TOY
+        args.batch, args.prefill, args.decode, args.repeats = 2, 64, 4, 1
+    else:
+        if not torch.cuda.is_available():
+            parser.error("no CUDA device; run on a GPU, or pass --dry-run to check the script on CPU")
+        device, dtype, shapes = "cuda", torch.bfloat16, SHAPES
+        print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
+    records = []
+    for name in names:
+        model = build(name, shapes, device, dtype)
+        params = sum(p.numel() for p in model.parameters())
+        results = measure(model, args.batch, args.prefill, args.decode, device, args.repeats,
+                          shapes[MODELS[name]]["vocab_size"])
+        for phase, (seconds, tokens) in results.items():
+            record = {"model": name, "phase": phase, "batch": args.batch, "tokens": tokens, "median_s": seconds,
+                      "tokens_per_s": tokens / seconds, "parameters": params, "dry_run": args.dry_run}
+            records.append(record)
+            print(f"RESULT model={name} phase={phase} batch={args.batch} tokens={tokens} median_s={seconds:.6f} "
+                  f"tokens_per_s={tokens / seconds:.1f}", flush=True)
+        del model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    by = {(r["model"], r["phase"]): r for r in records}
+    for name in names:
+        backbone = name.removeprefix("ccq_")
+        for phase in ("prefill", "decode"):
+            if name != backbone and (backbone, phase) in by:
+                ratio = by[(name, phase)]["tokens_per_s"] / by[(backbone, phase)]["tokens_per_s"]
+                print(f"RATIO model={name} backbone={backbone} phase={phase} throughput_ratio={ratio:.3f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

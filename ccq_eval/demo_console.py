@@ -1,0 +1,101 @@
+"""What `make demo` shows on the console: one progress line for all workers (evaluations done / total, the
+jobs running now, elapsed time, an ETA from the jobs' relative costs), and at the end a summary of the few
+numbers that matter, no wider than 100 columns. Workers report through an events file (one JSON object a
+line: start / done); their own progress bars go to each job's log."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+WIDTH = 100
+
+
+def report(events: Path, job: str, event: str, **fields) -> None:
+    """A worker's line in the events file (appends of one short line are atomic on POSIX)."""
+    with open(events, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"job": job, "event": event, "time": time.time(), **fields}) + "\n")
+
+
+def read_events(events: Path) -> list[dict]:
+    if not events.exists():
+        return []
+    lines = events.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip().endswith("}")]
+
+
+def clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def progress_line(events: list[dict], costs: dict[str, float], started: float, now: float) -> str:
+    """'[ 7/30] 12:04 elapsed, ETA 5:10 | running: gla-tiny sniah, gdn-tiny longppl' in WIDTH columns."""
+    done = {e["job"] for e in events if e["event"] == "done"}
+    running = [e["job"] for e in events if e["event"] == "start" and e["job"] not in done]
+    failed = sum(1 for e in events if e["event"] == "done" and e.get("status") != "ok")
+    elapsed = now - started
+    done_cost = sum(costs.get(j, 0.0) for j in done)
+    total_cost = sum(costs.values()) or 1.0
+    eta = f"ETA {clock(elapsed * (total_cost - done_cost) / done_cost)}" if done_cost else "ETA --"
+    head = f"[{len(done):>2}/{len(costs)}] {clock(elapsed)} elapsed, {eta}" + (f", {failed} failed" if failed else "")
+    tail = f" | running: {', '.join(running)}" if running else ""
+    line = head + tail
+    return line if len(line) <= WIDTH else line[: WIDTH - 3] + "..."
+
+
+def watch(procs, events: Path, costs: dict[str, float], started: float, out=sys.stdout, every: float = 2.0) -> None:
+    """Redraw the progress line until every worker has exited: in place on a terminal, otherwise a new
+    line whenever the count of finished evaluations changes (logs stay readable)."""
+    tty = out.isatty()
+    last = None
+    while True:
+        alive = any(p.poll() is None for p in procs)
+        line = progress_line(read_events(events), costs, started, time.time())
+        if tty:
+            out.write("\r" + line.ljust(WIDTH))
+            out.flush()
+        elif line.split("]")[0] != last:
+            out.write(line + "\n")
+            out.flush()
+            last = line.split("]")[0]
+        if not alive:
+            break
+        time.sleep(every)
+    if tty:
+        out.write("\n")
+        out.flush()
+
+
+def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
+    """Per model: S-NIAH-1 accuracy at the shortest and longest length and essays perplexity at both,
+    then where the full tables and figures are. Each line fits WIDTH columns."""
+    from ccq_eval.store import Store
+
+    store = Store(store_path, readonly=True)
+    rows = store.query("SELECT label, task, context_length, value FROM metrics WHERE is_primary = 1 "
+                       "AND task IN ('sniah_1', 'longppl_essays')")
+    cells: dict[str, dict[tuple[str, int], float]] = {}
+    for row in rows:
+        cells.setdefault(row["label"], {})[(row["task"], row["context_length"])] = row["value"]
+    short, long = min(lengths), max(lengths)
+
+    def cell(values, task, length, digits):
+        value = values.get((task, length))
+        return f"{value:.{digits}f}" if value is not None else "-"
+
+    name = max([len("model"), *(len(label) for label in cells)])
+    name = min(name, 30)
+    k = lambda L: f"{L // 1024}K"  # noqa: E731
+    lines = [f"{'model':<{name}}  {'S-NIAH-1 ' + k(short):>12} {'S-NIAH-1 ' + k(long):>12}  "
+             f"{'essays ppl ' + k(short):>14} {'essays ppl ' + k(long):>14}"]
+    for label in sorted(cells):
+        values = cells[label]
+        lines.append(f"{label[:name]:<{name}}  {cell(values, 'sniah_1', short, 0):>12} "
+                     f"{cell(values, 'sniah_1', long, 0):>12}  {cell(values, 'longppl_essays', short, 2):>14} "
+                     f"{cell(values, 'longppl_essays', long, 2):>14}")
+    lines += ["", f"full tables (csv, tex, md): {out_dir / 'tables'}", f"figures (png, pdf):         {out_dir / 'figures'}",
+              f"store:                      {store_path}"]
+    return "\n".join(line[:WIDTH] for line in lines)

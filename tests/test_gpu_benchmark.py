@@ -1,0 +1,36 @@
+"""benchmarks/gpu_throughput.py --dry-run: the script a lent GPU runs, run here at toy sizes on CPU; its
+fixed output format (RESULT and RATIO lines, the JSON records) is what later runs are compared by."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = re.compile(r"RESULT model=(\w+) phase=(prefill|decode) batch=(\d+) tokens=(\d+) median_s=([\d.]+) "
+                    r"tokens_per_s=([\d.]+)")
+
+
+def test_dry_run_prints_every_model_and_ratio_in_the_fixed_format(tmp_path):
+    out = tmp_path / "r.json"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_throughput.py"), "--dry-run", "--out",
+                             str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [RESULT.fullmatch(line).groups() for line in result.stdout.splitlines() if line.startswith("RESULT")]
+    models = ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "transformer"]
+    assert [(m, p) for m, p, *_ in rows] == [(m, p) for m in models for p in ("prefill", "decode")]
+    for model, phase, batch, tokens, seconds, rate in rows:
+        assert float(seconds) > 0 and abs(int(tokens) / float(seconds) - float(rate)) <= 0.05 + 1e-3 * float(rate)
+        assert int(tokens) == int(batch) * (64 if phase == "prefill" else 4)
+    ratios = [line for line in result.stdout.splitlines() if line.startswith("RATIO")]
+    assert len(ratios) == 4 and all("throughput_ratio=" in r for r in ratios)
+    records = json.loads(out.read_text())
+    assert [(r["model"], r["phase"]) for r in records] == [(m, p) for m, p, *_ in rows]
+    assert all(r["dry_run"] and r["parameters"] > 0 for r in records)
+
+
+def test_without_a_gpu_it_says_so():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_throughput.py")], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2 and "no CUDA device" in result.stderr and "--dry-run" in result.stderr
