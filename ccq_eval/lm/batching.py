@@ -1,4 +1,6 @@
-"""``--batch-size auto``: 1 on the CPU (batches only add padding work there), and on a GPU the largest
+"""``--batch-size auto``: 1 on the CPU (the batch size is part of every unit's identity, and stores written
+before ``auto`` existed hold batch 1; on this 2-core machine batch 16 is 1.79x faster, benchmarks/batch_size.py,
+so pass it explicitly there), and on a GPU the largest
 power of two up to 64 whose forward pass over the suite's longest prompts fits in memory, found by trying
 (as lm-eval's own ``auto`` does). lm-eval already sorts each request type by length, longest first, so the
 first batch is the largest one the run will see."""
