@@ -56,3 +56,21 @@ def test_summary_fits_100_columns(tmp_path):
     assert all(len(line) <= WIDTH for line in lines)
     assert lines[1].split()[1:] == ["82", "4", "3.25", "-"]
     assert "tables" in text and "figures" in text
+
+
+def test_an_interrupted_worker_starts_no_further_job(tmp_path, monkeypatch):
+    from ccq_eval import cli, demo
+
+    calls = []
+
+    def fake_main(argv):
+        calls.append(argv[2])
+        return 130 if len(calls) == 1 else 0
+
+    monkeypatch.setattr(cli, "main", fake_main)
+    jobs = [{"name": f"job{i}", "args": ["--suite", f"s{i}"]} for i in range(3)]
+    assert demo.run_share(jobs, str(tmp_path / "s.db"), str(tmp_path)) == 1
+    assert calls == ["s0"]
+    events = demo_console.read_events(tmp_path / demo.EVENTS)
+    assert [(e["job"], e["event"], e.get("status")) for e in events] == [("job0", "start", None),
+                                                                         ("job0", "done", "exit 130")]

@@ -123,7 +123,8 @@ def depth_figure(suite, store):
     frame["bin"] = np.minimum((frame.depth // 10).astype(int), 9)
     labels, tasks = sorted(frame.label.unique()), [t for t in suite.tasks if t in set(frame.task)]
     lengths = sorted(frame.context_length.unique())
-    panels = [(task, label) for task in tasks for label in labels]
+    present = set(zip(frame.task, frame.label))
+    panels = [(task, label) for task in tasks for label in labels if (task, label) in present]  # no empty panels
     rows, columns = panel_grid(len(panels))
     width = min(PANEL_INCHES[0], 1.2 + 0.45 * len(lengths))
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 0.9, PANEL_INCHES[1] * rows),
