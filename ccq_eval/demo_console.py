@@ -88,7 +88,9 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
 
     name = max([len("model"), *(len(label) for label in cells)])
     name = min(name, 30)
-    k = lambda L: f"{L // 1024}K"  # noqa: E731
+    def k(length: int) -> str:
+        return f"{length // 1024}K"
+
     lines = [f"{'model':<{name}}  {'S-NIAH-1 ' + k(short):>12} {'S-NIAH-1 ' + k(long):>12}  "
              f"{'essays ppl ' + k(short):>14} {'essays ppl ' + k(long):>14}"]
     for label in sorted(cells):

@@ -14,6 +14,7 @@ import contextlib
 import fnmatch
 import hashlib
 import io
+import math
 import re
 import zipfile
 from dataclasses import dataclass
@@ -131,12 +132,13 @@ def resolve_commit(repo: str, revision: str, repo_type: str) -> str:
 def _match(spec: HubFile, commit: str) -> str:
     """The file a glob names: its first match in name order at the commit."""
     from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
 
     if not any(c in spec.filename for c in "*?["):
         return spec.filename
     with hub_errors(f"{spec.repo_type} repository", spec.repo, commit[:12]):
         names = sorted(f.path for f in HfApi().list_repo_tree(spec.repo, repo_type=spec.repo_type, revision=commit,
-                                                               recursive=True) if hasattr(f, "size")
+                                                               recursive=True) if isinstance(f, RepoFile)
                        and fnmatch.fnmatch(f.path, spec.filename))
     if not names:
         raise HubError(f"{spec.repo_type} repository {spec.repo}@{commit[:12]}: no file matches {spec.filename!r}; its "
@@ -155,11 +157,10 @@ def sha256_of(path: Path) -> str:
 def human_size(size: int | None) -> str:
     if size is None:
         return "size unknown"
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return ""
+    if size < 1000:
+        return f"{size} B"
+    exponent = min(3, int(math.log10(size)) // 3)
+    return f"{size / 1000 ** exponent:.1f} {('KB', 'MB', 'GB')[exponent - 1]}"
 
 
 def _evict(path: Path) -> None:

@@ -109,9 +109,7 @@ class CCQEvalLM(HFLM):
         import lm_eval.models.huggingface as hf
 
         predicates = getattr(self, "_stop_predicates", None) or {}
-        rows = [tuple(ids[m.bool()].tolist()) if m is not None else tuple(ids.tolist())
-                for ids, m in zip(context, mask if mask is not None else [None] * len(context))]
-        chosen = [predicates.get(r) for r in rows]
+        chosen = [predicates.get(r) for r in _prompt_rows(context, mask)]
         if not any(chosen):
             yield
             return
@@ -133,7 +131,7 @@ class CCQEvalLM(HFLM):
         mask = generation_kwargs.get("attention_mask")
         if not expected or mask is None:
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
-        rows = [tuple(ids[m.bool()].tolist()) for ids, m in zip(context, mask)]
+        rows = _prompt_rows(context, mask)
         if not any(r in expected for r in rows) or int(mask.sum(1).min()) < 2:
             return super()._model_generate(context, max_length, stop, **generation_kwargs)
         with torch.no_grad():
@@ -210,6 +208,13 @@ class CCQEvalLM(HFLM):
     @property
     def device(self) -> torch.device:
         return self._device
+
+
+def _prompt_rows(context: torch.Tensor, mask: torch.Tensor | None) -> list[tuple[int, ...]]:
+    """Each row's prompt token ids without its left padding (the keys of expect_answers / stop_when)."""
+    if mask is None:
+        return [tuple(ids.tolist()) for ids in context]
+    return [tuple(ids[m.bool()].tolist()) for ids, m in zip(context, mask)]
 
 
 class _PredicateStop(StoppingCriteria):

@@ -70,8 +70,11 @@ def ccq_overrides(request: RunRequest) -> dict:
 def default_label(request: RunRequest) -> str:
     if request.label:
         return request.label
+    from ccq_eval.models.hub_checkpoint import is_hub_spec
+
     name = request.model[4:] if request.model.startswith("zoo:") else Path(request.model.rstrip("/")).name
-    name = name.split("@")[0] if "/" in request.model and not Path(request.model).exists() else name  # ORG/NAME@REV
+    if is_hub_spec(request.model):
+        name = name.split("@")[0]  # ORG/NAME@REV: the label is NAME
     overrides = ccq_overrides(request)
     if "ccq_fixed_lambda" in overrides:
         name += f"+ccq{overrides['ccq_fixed_lambda']:g}"

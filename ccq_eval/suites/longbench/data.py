@@ -4,6 +4,7 @@ the task's generation budget fit the length; each unit's prompts are frozen in t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ccq_eval.data import hub, local
@@ -116,8 +117,6 @@ def build(key: str, records: list[dict], tokenizer, length: int, samples: int | 
 
 def member_records(path: Path, key: str, where: str) -> list[dict]:
     """data/<key>.jsonl of data.zip, parsed and checked as a local file would be."""
-    import json
-
     member, numbered = f"data/{key}.jsonl", []
     for number, line in hub.zip_member_lines(path, member, where):
         if line.strip():
