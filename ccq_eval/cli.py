@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
     run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
     run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
-    run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA/GDN checkpoint: fixed lambda "
+    run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
                                                       "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
     run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "

@@ -3,7 +3,7 @@ seeds table, rendered through report/. The CLI and the notebooks call these."""
 
 from __future__ import annotations
 
-from ccq_eval.report.frame import metrics_frame
+from ccq_eval.report.frame import label_families, metrics_frame
 from ccq_eval.report.table import TableOptions, render
 from ccq_eval.store import Store
 from ccq_eval.suites import SUITES
@@ -41,10 +41,10 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
         return None if frame.empty else render_seeds(frame)
     suite, build = _tables()[table]
     options = TableOptions(ci=ci, reference=reference, baseline=baseline, strict=strict, average=average)
-    return render(build(suite, frame, store, options), options)
+    return render(build(suite, frame, store, options), options, label_families(store))
 
 
-def table_frame(store: Store, table: str, **options) -> "pandas.DataFrame":
+def table_frame(store: Store, table: str, **options):
     """The measured numbers of one suite table as a DataFrame (labels x columns), for notebooks."""
     suite, build = _tables()[table]
     return build(suite, metrics_frame(store), store, TableOptions(**options)).values

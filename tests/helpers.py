@@ -8,20 +8,36 @@ import torch
 
 from ccq_eval.byte_tokenizer import byte_tokenizer  # noqa: F401  (re-exported for the tests)
 
+SMALL = dict(hidden_size=64, num_hidden_layers=2, vocab_size=260)
+WINDOW_ATTN = {"layers": [1], "num_heads": 2, "num_kv_heads": 2, "window_size": 48}
 TINY = {
-    "gla": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
-    "gated_deltanet": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, head_dim=32, vocab_size=260),
-    "transformer": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
+    "gla": dict(SMALL, num_heads=2),
+    "gated_deltanet": dict(SMALL, num_heads=2, head_dim=32),
+    "transformer": dict(SMALL, num_heads=2),
+    # the other families of the paper's tables (#14)
+    "delta_net": dict(SMALL, num_heads=2),
+    "retnet": dict(SMALL, num_heads=2),
+    "hgrn2": dict(SMALL, expand_ratio=32),  # two heads of 32
+    "mamba": dict(SMALL, state_size=8),
+    "mamba2": dict(SMALL, num_heads=4, head_dim=32, state_size=16, n_groups=1, chunk_size=32),
+    "samba": dict(SMALL, state_size=8, attn=WINDOW_ATTN),
+    "gdn_hybrid": dict(SMALL, num_heads=2, head_dim=32, attn=WINDOW_ATTN),
+    "llama": dict(SMALL, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128),
+    "gpt_neox": dict(SMALL, num_attention_heads=2, intermediate_size=128),
 }
+MODEL_TYPE = {"gdn_hybrid": "gated_deltanet"}  # kinds that are a configuration of another model_type
+NEW_FAMILIES = ["delta_net", "retnet", "hgrn2", "mamba", "mamba2", "samba", "gdn_hybrid", "llama", "gpt_neox"]
+HOOKED_CCQ = ["delta_net", "retnet", "hgrn2"]  # training-free CCQ families (ccq_<kind>)
 
 
 def tiny_model(kind: str, **overrides):
-    """A randomly initialised tiny model of an fla or CCQ family ('gla', 'ccq_gla', ...)."""
+    """A randomly initialised tiny model of a family ('gla', 'ccq_gla', 'mamba', 'gdn_hybrid', ...)."""
     import ccq_eval.models  # noqa: F401
     from transformers import AutoConfig, AutoModelForCausalLM
 
     base = kind.removeprefix("ccq_")
-    config = AutoConfig.for_model(kind, **{**TINY[base], **overrides})
+    model_type = ("ccq_" if kind.startswith("ccq_") else "") + MODEL_TYPE.get(base, base)
+    config = AutoConfig.for_model(model_type, **{**TINY[base], **overrides})
     return AutoModelForCausalLM.from_config(config).eval()
 
 

@@ -17,11 +17,13 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
 from ccq_eval.errors import BadInput
 
-SUPPORTED_MODEL_TYPES = ("gla", "gated_deltanet", "transformer", "ccq_gla", "ccq_gated_deltanet")
-CCQ_FAMILY_OF = {"gla": "ccq_gla", "gated_deltanet": "ccq_gated_deltanet",
-                 "ccq_gla": "ccq_gla", "ccq_gated_deltanet": "ccq_gated_deltanet"}
+# fla ops that assert on float32 inputs on CUDA (fla 0.6: ChunkDeltaRuleFunction "use bfloat16")
+FP32_REFUSED_ON_CUDA = {"delta_net": "fla's chunk_delta_rule", "ccq_delta_net": "fla's chunk_delta_rule"}
+CCQ_ATTACHABLE = tuple(f.name for f in FLA_FAMILIES.values() if f.ccq)
+
 ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"  # the shipped zoo; $CCQ_EVAL_ZOO points elsewhere
 
 
@@ -89,8 +91,8 @@ def _read_config(path: Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"model {str(path)!r}: config.json is not valid JSON ({exc.__class__.__name__}); re-save the checkpoint") from exc
     model_type = config.get("model_type") if isinstance(config, dict) else None
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ModelLoadError(f"model {str(path)!r}: unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    if not isinstance(model_type, str) or not model_type:
+        raise ModelLoadError(f"model {str(path)!r}: config.json has no model_type; re-save the checkpoint with save_pretrained")
     for key in SIZE_FIELDS:  # a zero or negative size would fail deep inside the model's constructor
         value = config.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
@@ -167,18 +169,54 @@ def _pick_dtype(dtype, device: torch.device) -> torch.dtype:
     return DTYPES[dtype]
 
 
-def _build_config(path: Path, raw: dict, ccq_overrides: dict | None):
-    from transformers import AutoConfig
+def model_family(path: Path, raw: dict, device: torch.device, dtype: torch.dtype, ccq_overrides: dict | None) -> Family:
+    """The checkpoint's family (catalog.py), after refusing what cannot run as asked: a model_type
+    neither fla nor transformers defines (remote code is never run), one without a causal-LM class,
+    an fla family whose ops the CPU backend lacks, CCQ options where CCQ has no read to attach to."""
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    import fla  # noqa: F401 - registers fla's families with transformers' Auto classes
 
     from ccq_eval.models.families import register_families
 
     register_families()
+    model_type, where = raw["model_type"], f"model {str(path)!r}"
+    if model_type not in CONFIG_MAPPING:
+        raise ModelLoadError(f"{where}: unknown model_type {model_type!r}: neither fla nor transformers "
+                             f"{transformers_version()} defines it (ccq-eval never runs a checkpoint's own code); "
+                             "upgrade transformers / flash-linear-attention if it is newer")
+    config_class = CONFIG_MAPPING[model_type]
+    if config_class not in AutoModelForCausalLM._model_mapping:
+        raise ModelLoadError(f"{where}: model_type {model_type!r} has no causal-LM class in transformers; "
+                             "ccq-eval evaluates causal language models")
+    origin = "fla" if config_class.__module__.startswith("fla.") else "transformers"
+    found = family(model_type, origin)
+    if device.type == "cpu" and not found.cpu:
+        raise ModelLoadError(f"{where}: fla's {model_type!r} runs only on fla's Triton kernels (ccq-eval's CPU "
+                             "backend has no torch version of its ops); use --device cuda")
+    if device.type == "cuda" and model_type in FP32_REFUSED_ON_CUDA and dtype == torch.float32:
+        raise ModelLoadError(f"{where}: {FP32_REFUSED_ON_CUDA[model_type]} refuses float32 on CUDA; use "
+                             "--dtype bfloat16, or --device cpu for float32")
+    if ccq_overrides and found.ccq is None:
+        reason = found.no_ccq or "it has no linear-attention read"
+        raise ModelLoadError(f"{where}: CCQ options do not apply to {found.name} ({reason}); they attach to "
+                             f"{', '.join(CCQ_ATTACHABLE)}; drop the --ccq-* options for this model")
+    return found
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def _build_config(path: Path, raw: dict, ccq_overrides: dict | None, found: Family):
+    from transformers import AutoConfig
 
     if not ccq_overrides:
         return AutoConfig.from_pretrained(path, trust_remote_code=False)
-    family = CCQ_FAMILY_OF.get(raw["model_type"])
-    if family is None:
-        raise ModelLoadError(f"model {str(path)!r}: CCQ options apply to GLA and Gated DeltaNet checkpoints, not {raw['model_type']!r}")
+    family = found.ccq
     fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "auto_map")}
     fields.update(ccq_overrides)
     try:
@@ -205,10 +243,10 @@ def _quiet_transformers():
 
 def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
                ccq_overrides: dict | None = None) -> LoadedModel:
-    """Load a stock fla ``gla`` / ``gated_deltanet`` / ``transformer`` or a CCQ checkpoint.
+    """Load a checkpoint of any fla family or transformers causal LM (catalog.py says which run where).
 
     ``ccq_overrides`` (e.g. ``{"ccq_fixed_lambda": 0.3, "ccq_sigma_scale": "trace"}``) turns a GLA /
-    GDN checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
+    GDN / DeltaNet / RetNet / HGRN2 checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
     before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -231,10 +269,11 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     torch_dtype = _pick_dtype(dtype, target)
     if not any((path / name).exists() for name in TOKENIZER_FILES):
         raise ModelLoadError(f"model {str(path)!r}: no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}); save the tokenizer into the checkpoint folder")
+    found = model_family(path, raw, target, torch_dtype, ccq_overrides)
     if target.type == "cpu":
         install_cpu_backend()
     install_growing_kv_cache()  # attention caches append in place (fla's appends copy the cache every step)
-    config = _build_config(path, raw, ccq_overrides)
+    config = _build_config(path, raw, ccq_overrides, found)
     mapped = {}
     if getattr(config, "attn_mode", None) == "fused_chunk":
         # fla 0.6 refuses fused_chunk on CUDA; it computes what chunk computes, so both devices run chunk
@@ -271,6 +310,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         "path": str(path.resolve()),
         "hub": hub,
         "model_type": config.model_type,
+        "family": family_name(config.to_dict()),
         "weights_sha256": weights_sha256(files),
         "weight_files": [f.name for f in files],
         "config": config.to_dict(),

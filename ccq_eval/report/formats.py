@@ -24,18 +24,35 @@ def escape_markdown(text: str) -> str:
     return "".join("\\" + ch if ch in "\\|*_`[]<>#" else ch for ch in one_line(str(text)))
 
 
+FAMILY = "family"
+
+
+def with_family(cells: pd.DataFrame, families: dict | None) -> pd.DataFrame:
+    """The cells with a first text column naming each row's model family (rows without one: empty)."""
+    if not families:
+        return cells
+    shown = cells.copy()
+    shown.insert(0, FAMILY, [families.get(label, "") for label in shown.index])
+    return shown
+
+
 def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
-             higher_is_better: bool | dict = True) -> str:
+             higher_is_better: bool | dict = True, families: dict | None = None) -> str:
     """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
+    cells = with_family(cells, families)
     mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     cells = cells.rename_axis(index=None, columns=None).rename(index=one_line, columns=one_line)
     mask = mask.rename(index=one_line, columns=one_line)
     styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
     styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
-    return styler.to_latex(hrules=True, caption=caption, column_format="l" + "r" * len(cells.columns))
+    text_columns = "l" * (1 + (FAMILY in cells.columns))
+    return styler.to_latex(hrules=True, caption=caption,
+                           column_format=text_columns + "r" * (len(cells.columns) + 1 - len(text_columns)))
 
 
-def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool | dict = True) -> str:
+def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool | dict = True,
+                families: dict | None = None) -> str:
+    cells = with_family(cells, families)
     mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
     shown = cells.copy().astype(object)
     for i in range(shown.shape[0]):
@@ -48,8 +65,9 @@ def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: boo
     return shown.to_markdown(tablefmt="pipe")
 
 
-def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None) -> str:
-    frame = values.copy()
+def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None,
+           families: dict | None = None) -> str:
+    frame = with_family(values, families)
     if low is not None:
         for column in values.columns:
             frame[f"{column} ci_low"], frame[f"{column} ci_high"] = low[column], high[column]

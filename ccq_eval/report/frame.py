@@ -20,6 +20,22 @@ def metrics_frame(store: Store) -> pd.DataFrame:
     return frame.groupby(["label", "suite", "task", "context_length", "metric"], as_index=False).last()
 
 
+def label_families(store: Store) -> dict[str, str]:
+    """label -> the model family of its latest run (catalog.family_name of the stored model config)."""
+    import json
+
+    from ccq_eval.catalog import family_name
+
+    families = {}
+    runs = store.frame("SELECT label, model_config FROM runs ORDER BY started, id")
+    for label, config in zip(runs.label, runs.model_config):
+        try:
+            families[label] = family_name(json.loads(config))
+        except (json.JSONDecodeError, TypeError):
+            continue  # an unreadable config names no family; the row still shows
+    return families
+
+
 def latest_samples(store: Store, suite: str, columns: str) -> pd.DataFrame:
     """Per-sample rows (``columns`` of samples s) with label, task, length and the unit's settings, for
     the latest complete unit of each (label, task, length) of one suite."""

@@ -34,9 +34,10 @@ class Table:
     paired: dict = field(default_factory=dict)  # (delta row, column) -> (delta, half-width)
 
 
-def render(table: Table, options: TableOptions) -> dict[str, str] | None:
+def render(table: Table, options: TableOptions, families: dict[str, str] | None = None) -> dict[str, str] | None:
     """{format: text} for every format, or None when there is nothing to show. Reference rows render
-    even when the store has no measured rows for the table."""
+    even when the store has no measured rows for the table. ``families`` (label -> model family) adds a
+    family column to every format."""
     measured = table.values
     values = with_rows(measured, table.reference) if options.reference else measured
     if values.empty:
@@ -75,6 +76,6 @@ def render(table: Table, options: TableOptions) -> dict[str, str] | None:
         if csv_low.isna().all().all():
             csv_low = csv_high = None  # no interval could be formed (e.g. one sequence per corpus)
     direction = {c: table.higher_is_better(c) for c in values.columns}
-    return {"csv": to_csv(values, csv_low, csv_high),
-            "latex": to_latex(ranked, cells, table.caption, higher_is_better=direction),
-            "md": to_markdown(ranked, cells, higher_is_better=direction)}
+    return {"csv": to_csv(values, csv_low, csv_high, families),
+            "latex": to_latex(ranked, cells, table.caption, higher_is_better=direction, families=families),
+            "md": to_markdown(ranked, cells, higher_is_better=direction, families=families)}

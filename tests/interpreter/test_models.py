@@ -10,7 +10,9 @@ from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
 from tests.helpers import tiny_model
 from tests.interpreter.patches import count_kernel_launches
 
-FAMILIES = ["gla", "gated_deltanet", "ccq_gla", "ccq_gated_deltanet", "transformer"]
+FAMILIES = ["gla", "gated_deltanet", "ccq_gla", "ccq_gated_deltanet", "transformer",
+            # the other fla families whose layers call fla kernels (DeltaNet is below: fla refuses its fp32)
+            "retnet", "hgrn2", "ccq_retnet", "ccq_hgrn2", "gdn_hybrid", "mamba2", "samba"]
 
 
 def rel(a, b):

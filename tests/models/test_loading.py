@@ -91,7 +91,7 @@ def _break(kind, folder):
 @pytest.mark.parametrize("kind,message", [
     ("no_config", "no config.json"),
     ("bad_json", "config.json is not valid JSON"),
-    ("unknown_type", "unsupported model_type 'mamba9'; supported: gla, gated_deltanet, transformer"),
+    ("unknown_type", "unknown model_type 'mamba9': neither fla nor transformers"),
     ("pickle", "weights are pickle"),
     ("no_weights", "no weights"),
     ("no_tokenizer", "no tokenizer files"),

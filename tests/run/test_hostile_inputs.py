@@ -66,7 +66,7 @@ CASES = [
     ("unknown suite", [], ["--suite", "mmlu"], "unknown suite", 2),
     ("absent checkpoint", ["absent"], [], "no such path", 2),
     ("truncated checkpoint", ["truncated"], [], "weights do not match config.json", 2),
-    ("unknown model_type", ["unknown_type"], [], "unsupported model_type 'rwkv99'", 2),
+    ("unknown model_type", ["unknown_type"], [], "unknown model_type 'rwkv99': neither fla nor transformers", 2),
     ("pickle-only weights", ["pickle_only"], [], "weights are pickle", 2),
     ("tokenizer larger than the vocabulary", ["big_tokenizer"], [], "the tokenizer has 260 tokens but the model's vocabulary is 100", 2),
     ("corpus without a text field", ["data:wrong_fields"], ["--suite", "longppl", "--tasks", "pg19"], "has no string field 'text'", 2),

@@ -78,7 +78,7 @@ def run_args(model, tmp, *extra):
 CHECKPOINTS = [  # (id, mutation, extra flags, message)
     ("config.json is a folder", config_is_a_directory, (), "no config.json"),
     ("config.json empty", write("config.json", ""), (), "config.json is not valid JSON"),
-    ("config.json a list", write("config.json", "[1, 2]"), (), "unsupported model_type None"),
+    ("config.json a list", write("config.json", "[1, 2]"), (), "config.json has no model_type"),
     ("num_heads 0", config_edit(num_heads=0), (), "num_heads = 0; it must be a positive integer"),
     ("hidden_size 0", config_edit(hidden_size=0), (), "hidden_size = 0; it must be a positive integer"),
     ("num_hidden_layers -1", config_edit(num_hidden_layers=-1), (), "num_hidden_layers = -1"),

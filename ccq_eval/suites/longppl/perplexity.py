@@ -20,19 +20,37 @@ class NonFiniteLoss(RuntimeError):
 
 @torch.no_grad()
 def sequence_nll(model, ids: list[int] | torch.Tensor, chunk_size: int = 2048) -> torch.Tensor:
-    """NLL (float64) of ids[1:], each predicted from everything before it; ``len(ids) - 1`` values."""
+    """NLL (float64) of ids[1:], each predicted from everything before it; ``len(ids) - 1`` values.
+
+    A model whose cache takes no multi-token chunks (models/capabilities.py: Mamba, Mamba2, Samba)
+    runs its base model once over the whole sequence; the output head still goes chunk by chunk."""
+    from ccq_eval.models.capabilities import takes_cached_chunks
+
     ids = torch.as_tensor(ids, dtype=torch.long).view(1, -1)
     device = next(model.parameters()).device
     ids = ids.to(device)
     total = ids.shape[1] - 1
+    if not takes_cached_chunks(model):
+        return _one_pass_nll(model, ids, chunk_size)
     cache, pieces = None, []
     for start in range(0, total, chunk_size):
         end = min(start + chunk_size, total)
         out = model(input_ids=ids[:, start:end], past_key_values=cache, use_cache=True)
         cache = out.past_key_values
-        logits = out.logits[0].float()
-        pieces.append(F.cross_entropy(logits, ids[0, start + 1 : end + 1], reduction="none").double().cpu())
+        pieces.append(_nll(out.logits[0], ids[0, start + 1 : end + 1]))
     return torch.cat(pieces)
+
+
+def _nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float(), targets, reduction="none").double().cpu()
+
+
+def _one_pass_nll(model, ids: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    total = ids.shape[1] - 1
+    hidden = model.base_model(input_ids=ids[:, :total], use_cache=False)[0]
+    head = model.get_output_embeddings()
+    return torch.cat([_nll(head(hidden[0, start : start + chunk_size]), ids[0, start + 1 : start + 1 + chunk_size])
+                      for start in range(0, total, chunk_size)])
 
 
 def prefix_perplexities(nll: torch.Tensor, lengths: list[int]) -> dict[int, float]:

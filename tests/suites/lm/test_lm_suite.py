@@ -69,10 +69,12 @@ def test_lm_suite_end_to_end_into_store_and_table(model_dir, data_dir, tmp_path,
     capsys.readouterr()
     assert main(["tables", "--table", "lm", "--store", str(store), "--reference", "--out", str(tmp_path / "t")]) == 0
     csv = (tmp_path / "t" / "lm.csv").read_text().splitlines()
-    assert csv[0] == "label,Wiki ppl,LMB ppl,LMB acc,PIQA,Hella,Wino,ARC-e,ARC-c,SIQA,BoolQ,Avg (8),Avg (reported)"
+    assert csv[0] == ("label,family,Wiki ppl,LMB ppl,LMB acc,PIQA,Hella,Wino,ARC-e,ARC-c,SIQA,BoolQ,Avg (8),"
+                      "Avg (reported)")
     tiny = next(line for line in csv if line.startswith("tiny-gla")).split(",")
-    accuracies = [float(x) for x in tiny[3:11]]
-    assert float(tiny[11]) == pytest.approx(sum(accuracies) / 8, abs=1e-3)
+    assert tiny[1] == "GLA"
+    accuracies = [float(x) for x in tiny[4:12]]
+    assert float(tiny[12]) == pytest.approx(sum(accuracies) / 8, abs=1e-3)
     assert main(["tables", "--table", "lm", "--store", str(store), "--average", "piqa,boolq",
                  "--out", str(tmp_path / "t2")]) == 0
     assert "Avg (2)" in (tmp_path / "t2" / "lm.csv").read_text()

@@ -48,7 +48,7 @@ def test_answer_nll_matches_a_direct_forward_and_lands_in_the_store(tmp_path, mo
     assert fields[0]["answer_nll"] == pytest.approx(nll, rel=1e-4)
     assert main(["tables", "--table", "sniah-partial", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
     header = (tmp_path / "t" / "sniah-partial.csv").read_text().splitlines()[0]
-    assert header == "label,S1 1K prefix %,S1 1K NLL"
+    assert header == "label,family,S1 1K prefix %,S1 1K NLL"
 
 
 def test_lm_and_longbench_tables_carry_stderr_intervals(tmp_path):
