@@ -28,11 +28,13 @@ FAMILY = "family"
 
 
 def with_family(cells: pd.DataFrame, families: dict | None) -> pd.DataFrame:
-    """The cells with a first text column naming each row's model family (rows without one: empty)."""
-    if not families:
+    """The cells with a first text column naming each row's model family (rows without one: empty;
+    no column when no row has one)."""
+    names = [(families or {}).get(label, "") for label in cells.index]
+    if not any(names):  # no row's run recorded a model config (hand-made or ingested stores)
         return cells
     shown = cells.copy()
-    shown.insert(0, FAMILY, [families.get(label, "") for label in shown.index])
+    shown.insert(0, FAMILY, names)
     return shown
 
 

@@ -136,5 +136,5 @@ def test_file_instead_of_folder(gla_dir):
 
 def test_ccq_overrides_on_a_transformer_are_refused(tmp_path):
     folder = save_checkpoint(tiny_model("transformer"), tmp_path / "tr")
-    with pytest.raises(ModelLoadError, match="CCQ options apply to GLA and Gated DeltaNet"):
+    with pytest.raises(ModelLoadError, match=r"CCQ options do not apply to Transformer\+\+ \(softmax attention"):
         load_model(str(folder), device="cpu", ccq_overrides={"ccq_fixed_lambda": 0.3})

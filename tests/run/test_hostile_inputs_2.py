@@ -143,7 +143,7 @@ def test_bad_runtime_choice(good, tmp_path, capsys, name, flags, env, message):
 
 def test_ccq_on_a_transformer(good, tmp_path, capsys):
     check(tmp_path, capsys, run_args(good["transformer"], tmp_path, "--ccq-lambda", "0.3"), 2,
-          "CCQ options apply to GLA and Gated DeltaNet checkpoints, not 'transformer'")
+          "CCQ options do not apply to Transformer++ (softmax attention")
 
 
 @pytest.mark.parametrize("kind,message", [("file", "CCQ_EVAL_ZOO) is a file"), ("empty", "no zoo model of that name")])

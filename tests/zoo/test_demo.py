@@ -22,11 +22,13 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     sniah = pd.read_csv(out / "tables" / "sniah.csv", index_col="label")
     assert sorted(sniah.index) == ["gdn-tiny", "gdn-tiny+ccq0.3", "gla-tiny", "gla-tiny+ccq0.3", "gla-tiny-s1"]
     s2 = [c for c in sniah.columns if c.startswith("S2 (ccq-essays)") and "ci_" not in c]
-    assert [c for c in sniah.columns if "ci_" not in c] == ["S1 1K", "S1 2K", *s2] and len(s2) == 2
+    assert [c for c in sniah.columns if "ci_" not in c] == ["family", "S1 1K", "S1 2K", *s2] and len(s2) == 2
+    assert sniah.family.to_dict() == {"gdn-tiny": "Gated DeltaNet", "gdn-tiny+ccq0.3": "CCQ-GDN", "gla-tiny": "GLA",
+                                      "gla-tiny+ccq0.3": "CCQ-GLA", "gla-tiny-s1": "GLA"}
     assert sniah.loc["gla-tiny+ccq0.3", s2].isna().all() and sniah.loc["gla-tiny", s2].notna().all()
     assert sniah.filter(like="ci_low").notna().any().any()  # the 95% intervals are there
 
-    longppl = pd.read_csv(out / "tables" / "longppl.csv", index_col="label")
+    longppl = pd.read_csv(out / "tables" / "longppl.csv", index_col="label").drop(columns="family")
     assert list(longppl.columns[:6]) == ["Essays (seen) 1K", "Essays (seen) 2K", "PyDocs 1K", "PyDocs 2K",
                                          "PyCode 1K", "PyCode 2K"]
     assert (longppl.iloc[:, :6] > 1).all().all() and len(longppl) == 5

@@ -223,7 +223,7 @@ def test_perplexity_intervals_by_hand_and_the_shipped_corpora(model_dir, tmp_pat
     import pandas as pd
 
     table = pd.read_csv(tmp_path / "t" / "longppl.csv", index_col="label")
-    assert list(table.columns) == ["PyDocs 512", "PyCode 512", "PyDocs 512 ci_low", "PyDocs 512 ci_high",
+    assert list(table.columns) == ["family", "PyDocs 512", "PyCode 512", "PyDocs 512 ci_low", "PyDocs 512 ci_high",
                                    "PyCode 512 ci_low", "PyCode 512 ci_high"]
     row = table.iloc[0]
     assert row["PyDocs 512"] == pytest.approx(math.exp(mean), rel=1e-3)
