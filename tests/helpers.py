@@ -73,15 +73,21 @@ def cli_command(tmp_path: Path, kind: str, samples: int) -> tuple[list[str], dic
 
 
 def wait_for_units(store: Path, proc, count: int, timeout: float = 300) -> None:
-    """Poll the store until it holds `count` units, or the process ends, or the timeout passes."""
+    """Poll the store until it holds `count` units; fails if the process ends first (then a signal
+    sent next would test nothing) or the timeout passes."""
+    import contextlib
     import sqlite3
     import time
 
-    deadline = time.time() + timeout
+    deadline, seen = time.time() + timeout, 0
     while time.time() < deadline and proc.poll() is None:
-        try:
-            if store.exists() and sqlite3.connect(store).execute("SELECT COUNT(*) FROM units").fetchone()[0] >= count:
+        try:  # read-only, closed each time: the poller never creates, locks or holds the store
+            with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1)) as db:
+                seen = db.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+            if seen >= count:
                 return
         except sqlite3.OperationalError:
-            pass
+            pass  # not created yet, or mid-write
         time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before {count} units were seen ({seen})"
+    raise AssertionError(f"{count} units not written within {timeout:.0f} s ({seen} seen)")
