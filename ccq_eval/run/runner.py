@@ -38,21 +38,41 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (what SLURM and most schedulers send at a time limit): handled like Ctrl-C."""
 
 
-@contextmanager
-def sigterm_interrupts():
-    """SIGTERM raises Terminated for the duration (main thread only, where signals are delivered)."""
-    def handler(signum, frame):
-        raise Terminated()
+class Interrupts:
+    """The signals received while a run's units execute. A KeyboardInterrupt raised where a library
+    swallows it (inside a __del__ or a callback, "Exception ignored in ...") still ends the run: the
+    runner checks ``raise_if_received`` after every unit."""
 
+    def __init__(self):
+        self.received: int | None = None
+
+    def handler(self, signum, frame):
+        self.received = signum
+        self.raise_if_received()
+
+    def raise_if_received(self) -> None:
+        if self.received == signal.SIGTERM:
+            raise Terminated()
+        if self.received is not None:
+            raise KeyboardInterrupt()
+
+
+@contextmanager
+def interrupts():
+    """SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated for the duration, each recorded, also
+    where SIGINT was ignored when the process started (a background job). Main thread only, where
+    signals are delivered; elsewhere signals are left alone."""
+    record = Interrupts()
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
+        previous = {sig: signal.signal(sig, record.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield record
         return
     try:
-        yield
+        yield record
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def untrusted_number(outcome: UnitOutcome) -> str | None:
@@ -178,11 +198,12 @@ class SuiteRunner:
         run_id = self.store.begin_run(self._run_record())
         results = []
         try:
-            with sigterm_interrupts():
+            with interrupts() as received:
                 for plan, task_units in self._task_groups(todo):
                     started = now()
                     for unit, outcome in plan.driver.run_units(task_units):
                         results.append((unit, self._write(run_id, unit, outcome, started)))
+                        received.raise_if_received()  # an interrupt a library swallowed mid-unit
                         started = now()
         except KeyboardInterrupt as exc:
             self.store.finish_run(run_id, "interrupted")

@@ -123,3 +123,23 @@ def test_ccq_statistics_ride_in_the_cache(kind):
             cache = model(x[:, t : t + 1], past_key_values=cache, use_cache=True).past_key_values
     _, ccq_state = cache[0]["recurrent_state"]
     assert isinstance(ccq_state, CCQState) and ccq_state.count.tolist() == [30]
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba2"])
+def test_fla_mamba_equals_transformers_own_mamba_on_the_same_weights(kind):
+    """fla's classes take over transformers' `mamba` / `mamba2` model_types once fla is imported; they keep
+    the parameter names, so a hub checkpoint in transformers' format loads, and transformers' own
+    implementation (pure torch here) is an independent reference for the numbers."""
+    import transformers.models.mamba as hf_mamba
+    import transformers.models.mamba2 as hf_mamba2
+
+    ours = _model(kind)
+    hf = {"mamba": (hf_mamba.MambaConfig, hf_mamba.MambaForCausalLM),
+          "mamba2": (hf_mamba2.Mamba2Config, hf_mamba2.Mamba2ForCausalLM)}[kind]
+    fields = {k: v for k, v in ours.config.to_dict().items() if k not in ("model_type", "architectures")}
+    reference = hf[1](hf[0](**fields)).eval()
+    missing, unexpected = reference.load_state_dict(ours.state_dict(), strict=False)
+    assert not missing and not unexpected
+    x = _tokens(2, 100, seed=3)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x).logits, reference(x).logits, rtol=1e-4, atol=1e-4)

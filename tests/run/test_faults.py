@@ -267,3 +267,31 @@ def test_ingest_of_a_good_then_a_truncated_source_merges_nothing(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err.startswith("ccq-eval: error: store ") and "cut.db" in err and "\n" not in err
     assert not target.exists() or counts(target) == {"runs": 0, "units": 0, "metrics": 0, "samples": 0}
+
+
+def test_an_interrupt_a_library_swallows_still_ends_the_run_at_the_next_unit():
+    """The runner checks the recorded signal after every unit (runner.interrupts): a KeyboardInterrupt
+    caught inside a unit's code, or a SIGINT ignored at process start (a background job), still stops it."""
+    import os
+
+    from ccq_eval.run.runner import Terminated, interrupts
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a background job
+    try:
+        with interrupts() as received:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                signal.sigtimedwait([], 0)  # let the handler run here
+            except KeyboardInterrupt:
+                pass  # what a library's broad handler does
+            with pytest.raises(KeyboardInterrupt):
+                received.raise_if_received()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # restored on exit
+        with interrupts() as received:
+            with pytest.raises(Terminated):
+                os.kill(os.getpid(), signal.SIGTERM)
+                signal.sigtimedwait([], 0)
+            with pytest.raises(Terminated):
+                received.raise_if_received()
+    finally:
+        signal.signal(signal.SIGINT, previous)
