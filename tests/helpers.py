@@ -48,6 +48,18 @@ def save_checkpoint(model, folder: Path, tokenizer=None) -> Path:
     return folder
 
 
+def left_padding_gaps(model, x: torch.Tensor, starts=(0, 25, 70)) -> list[float]:
+    """Per row, the largest logit difference between a left-padded batch (row i padded up to starts[i])
+    and that row's sequence run alone."""
+    mask = torch.ones(x.shape, dtype=torch.long)
+    for row, start in enumerate(starts):
+        mask[row, :start] = 0
+    with torch.no_grad():
+        batched = model(x, attention_mask=mask).logits
+        return [float((batched[row, start:] - model(x[row : row + 1, start:]).logits[0]).abs().max())
+                for row, start in enumerate(starts)]
+
+
 def greedy_by_full_forward(model, ids: torch.Tensor, steps: int) -> torch.Tensor:
     """Greedy decoding without a cache: the slow reference for generate()."""
     for _ in range(steps):

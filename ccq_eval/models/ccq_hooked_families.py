@@ -19,7 +19,7 @@ from fla.models.delta_net import DeltaNetConfig, DeltaNetForCausalLM, DeltaNetMo
 from fla.models.hgrn2 import HGRN2Config, HGRN2ForCausalLM, HGRN2Model
 from fla.models.retnet import RetNetConfig, RetNetForCausalLM, RetNetModel
 
-from ccq_eval.models.ccq_read import CCQSettings, attach_ccq, set_ccq_fields
+from ccq_eval.models.ccq_read import attach_to_layers, set_ccq_fields
 from ccq_eval.models.ccq_read_hook import HookedCCQLayer
 
 
@@ -39,14 +39,6 @@ class CCQHGRN2Attention(HookedCCQLayer, HGRN2Attention):
     HEAD_DIM = "head_f_dim"
 
 
-def _attach(model, backbone_layer: type, ccq_class: type, config) -> None:
-    """Every backbone layer becomes its CCQ subclass (hybrid attention layers stay as they are)."""
-    settings = CCQSettings.from_config(config)
-    for block in model.layers:
-        if isinstance(block.attn, backbone_layer):
-            attach_ccq(block.attn, ccq_class, block.attn.num_heads, getattr(block.attn, ccq_class.HEAD_DIM), settings)
-
-
 def _family(name: str, config_base, model_base, lm_base, backbone_layer: type, ccq_layer: type):
     """(Config, Model, ForCausalLM) of one CCQ family over an fla backbone."""
 
@@ -59,11 +51,11 @@ def _family(name: str, config_base, model_base, lm_base, backbone_layer: type, c
 
     def model_init(self, cfg):
         model_base.__init__(self, cfg)
-        _attach(self, backbone_layer, ccq_layer, cfg)
+        attach_to_layers(self, backbone_layer, ccq_layer, cfg, ccq_layer.HEAD_DIM)
 
     def lm_init(self, cfg):
         lm_base.__init__(self, cfg)
-        _attach(self.model, backbone_layer, ccq_layer, cfg)
+        attach_to_layers(self.model, backbone_layer, ccq_layer, cfg, ccq_layer.HEAD_DIM)
 
     model = type(f"CCQ{model_base.__name__}", (model_base,), {
         "config_class": config, "__init__": model_init, "__module__": __name__})

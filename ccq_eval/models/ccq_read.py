@@ -121,13 +121,15 @@ def short_conv_qkv(layer, hidden_states, last_state, use_cache: bool, cu_seqlens
     return (*outs, tuple(new_states))
 
 
-def attach_to_layers(model: nn.Module, backbone_layer: type, ccq_class: type, config) -> None:
+def attach_to_layers(model: nn.Module, backbone_layer: type, ccq_class: type, config,
+                     head_dim_attribute: str = "head_k_dim") -> None:
     """Turn every backbone layer of a built fla model into its CCQ subclass (hybrid softmax-attention
-    layers stay as they are)."""
+    layers stay as they are); the layer's key head size is its ``head_dim_attribute``."""
     settings = CCQSettings.from_config(config)
     for block in model.layers:
         if isinstance(block.attn, backbone_layer):
-            attach_ccq(block.attn, ccq_class, block.attn.num_heads, block.attn.head_k_dim, settings)
+            head_dim = getattr(block.attn, head_dim_attribute)
+            attach_ccq(block.attn, ccq_class, block.attn.num_heads, head_dim, settings)
 
 
 def attach_ccq(layer: nn.Module, ccq_class: type, num_heads: int, head_dim: int, settings: CCQSettings) -> nn.Module:
