@@ -1,11 +1,19 @@
 """`ccq-eval zoo build`: train the tiny model zoo from scratch on CPU, resumable from checkpoints.
 
 Every model sees the same data in the same order with the same budget; only the architecture (and,
-for the GLA / CCQ-GLA pairs, the seed) differs. The corpus is offline and licence-clean: the
-shipped CC0 essays (`data/text/essays.txt`), cut into windows, mixed with synthetic S-NIAH-1-style
-documents (filler, a needle, the question and its answer) from the suite's own generator, whose
-haystacks grow from short to the training length of 1024 bytes (a curriculum: retrieval first appears on short
-haystacks). The byte-level tokenizer makes one token one byte.
+for the GLA / CCQ-GLA pairs, the seed) differs. The corpus is offline and licence-clean, and the
+recipe is a two-stage curriculum that first makes the lookup easy (a one-shot recipe with haystacks
+from the start never taught even the Transformer to retrieve at this scale):
+
+- lookup: documents that are one needle and its question alone ("One of the special magic numbers
+  for KEY is: VALUE." then "The special magic number for KEY mentioned in the provided text is
+  VALUE."), ~165 bytes, many per batch: the copy is learnt before any filler competes with it;
+- haystack: full S-NIAH-1 prompts from the suite's own template (RULER's header, repeated filler,
+  one needle at a random line, the question, the answer) whose length grows from 300 bytes to the
+  training length of 1024, mixed with windows of the shipped CC0 essays (`data/text/essays.txt`).
+
+The answer's bytes weigh more in the loss in both stages. The byte-level tokenizer makes one token
+one byte.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ from pathlib import Path
 import torch
 
 from ccq_eval.byte_tokenizer import byte_tokenizer
+from ccq_eval.suites.sniah import data as sniah
 
 TRAIN_LENGTH = 1024  # RULER's template alone is ~375 bytes: 512 would leave almost no haystack
-SHORTEST_NEEDLE_DOC = 640  # S-NIAH prompts need ~380-470 bytes with an empty haystack, plus 128
+SHORTEST_HAYSTACK_DOC = 300  # where the haystack stage's length curriculum starts (the template alone: ~380-470)
 # Two layers: enough for copy-by-lookup (the short convolution gives keys the previous token), and
 # half the CPU cost of four, which is what lets nine models train in a few core-hours.
 WIDTH = dict(hidden_size=128, num_hidden_layers=2, num_heads=4, vocab_size=260)
@@ -49,18 +58,21 @@ ZOO = {m.name: m for m in (
 
 @dataclass
 class TrainConfig:
-    # 500 steps of 8 x <=1024 bytes: ~17 minutes per model on one core, so the nine fit in ~1.5 hours
-    # of two cores (the issue's budget is six core-hours; the rest is left for the evaluations).
-    steps: int = 500
+    steps: int = 850  # in all: lookup_steps of the lookup stage, then the haystack stage
+    lookup_steps: int = 250
+    lookup_batch: int = 32  # lookup documents are ~165 bytes: 32 of them cost about one batch of 8 haystacks
     batch: int = 8
-    lr: float = 3e-3
-    warmup: int = 30
+    lr: float = 1e-3  # 3e-3 left the Transformer's answer loss at chance in the lookup stage
+    warmup: int = 50  # then constant through the lookup stage, cosine to 10% over the haystack stage
     save_every: int = 50
-    needle_share: float = 0.75  # fraction of each batch that is synthetic S-NIAH documents
-    # The answer's 7 digits are ~1% of a needle document's bytes, and the repeated filler is learnt in
+    needle_share: float = 0.75  # the haystack stage's share of S-NIAH documents; the rest are essay windows
+    # The answer's 7 digits are ~1% of a haystack document's bytes, and the repeated filler is learnt in
     # a few dozen steps: weighting the answer bytes keeps retrieval from drowning in the filler's gradient.
     answer_weight: float = 8.0
     data_seed: int = 1234  # the data order, shared by every model
+
+    def in_lookup_stage(self, step: int) -> bool:
+        return step < self.lookup_steps
 
 
 def build_model(spec: ZooModel):
@@ -99,31 +111,49 @@ class Batches:
         self.tokenizer = byte_tokenizer()
         self.essays = self.tokenizer(SHIPPED_ESSAYS.read_text(), add_special_tokens=False)["input_ids"]
 
-    def needle_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
-        """The document's tokens and how many trailing tokens are the answer (digits and full stop)."""
-        from ccq_eval.suites.sniah import data as sniah
+    def _encode(self, text: str, answer: str) -> tuple[list[int], int]:
+        """The document's tokens (BOS, text, answer) and how many trailing tokens are the answer."""
+        ids = self.tokenizer(text + answer, add_special_tokens=False)["input_ids"]
+        return [self.tokenizer.bos_token_id, *ids], len(answer)
 
-        record = sniah.generate("sniah_1", self.tokenizer, length, 1, seed=rng.randrange(1 << 30), haystack=None)[0]
-        answer = record["outputs"][0] + "."
-        text = sniah.prompt_of(record) + " " + answer
-        return [self.tokenizer.bos_token_id, *self.tokenizer(text, add_special_tokens=False)["input_ids"]], len(answer)
+    def lookup_doc(self, rng: random.Random) -> tuple[list[int], int]:
+        """One needle and its question, nothing else: the copy without a haystack."""
+        key, value = sniah.random_key(rng), sniah.random_value("numbers", rng)
+        needle = sniah.NEEDLE.format(type_plural="numbers", key=key, value=value)
+        return self._encode(needle + "\n" + sniah.ANSWER_PREFIX.format(type="number", query=key) + " ", value + ".")
+
+    def needle_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
+        """An S-NIAH-1 prompt of about `length` bytes (never less than the template) and its answer."""
+        variant = sniah.VARIANTS["sniah_1"]
+        key, value, placement = sniah.random_key(rng), sniah.random_value("numbers", rng), rng.getrandbits(64)
+        bare = len(sniah.prompt_of(sniah.sample(variant, 0, key, value, placement, None))) + len(value) + 3
+        units = max(0, (length - bare) // (len(sniah.REPEAT_FILLER) + 1))  # one filler line and its newline
+        record = sniah.sample(variant, units, key, value, placement, None)
+        return self._encode(sniah.prompt_of(record) + " ", value + ".")
 
     def essay_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
         start = rng.randrange(len(self.essays) - length)
         return [self.tokenizer.bos_token_id, *self.essays[start : start + length - 1]], 0
 
     def curriculum_length(self, step: int) -> int:
-        """Needle documents grow from the shortest possible to the training length over the first half."""
-        frac = min(1.0, step / max(1, self.config.steps // 2))
-        return int(SHORTEST_NEEDLE_DOC + frac * (TRAIN_LENGTH + 1 - SHORTEST_NEEDLE_DOC))
+        """The haystack stage's longest document: from 300 bytes to the training length over its first half."""
+        haystack_steps = self.config.steps - self.config.lookup_steps
+        frac = min(1.0, (step - self.config.lookup_steps) / max(1, haystack_steps // 2))
+        return int(SHORTEST_HAYSTACK_DOC + frac * (TRAIN_LENGTH + 1 - SHORTEST_HAYSTACK_DOC))
+
+    def documents(self, step: int) -> list[tuple[list[int], int]]:
+        rng = random.Random(f"{self.config.data_seed}-{step}")
+        if self.config.in_lookup_stage(step):
+            return [self.lookup_doc(rng) for _ in range(self.config.lookup_batch)]
+        longest = self.curriculum_length(step)
+        # lengths spread over the upper half, so a batch always holds shorter and longer haystacks
+        return [self.needle_doc(rng, rng.randint(max(200, longest // 2), longest))
+                if rng.random() < self.config.needle_share else self.essay_doc(rng, longest)
+                for _ in range(self.config.batch)]
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Inputs, next-token targets (-100: padding) and per-target loss weights (answers weigh more)."""
-        rng = random.Random(f"{self.config.data_seed}-{step}")
-        longest = self.curriculum_length(step)
-        docs = [self.needle_doc(rng, rng.randint(SHORTEST_NEEDLE_DOC, longest))
-                if rng.random() < self.config.needle_share else self.essay_doc(rng, longest)
-                for _ in range(self.config.batch)]
+        docs = self.documents(step)
         # the batch is as long as its longest document: early (curriculum) steps cost less
         width = min(TRAIN_LENGTH + 1, max(len(doc) for doc, _ in docs))
         ids = torch.full((len(docs), width), self.tokenizer.pad_token_id)
@@ -157,7 +187,10 @@ def answer_loss(logits: torch.Tensor, targets: torch.Tensor, weights: torch.Tens
 def _lr(config: TrainConfig, step: int) -> float:
     if step < config.warmup:
         return config.lr * (step + 1) / config.warmup
-    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    if config.in_lookup_stage(step):
+        return config.lr
+    start = max(config.lookup_steps, config.warmup)
+    progress = (step - start) / max(1, config.steps - start)
     return config.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
@@ -230,10 +263,12 @@ def export(spec: ZooModel, model, steps: int, final_loss: float, out: Path, conf
     card = {"name": spec.name, "architecture": spec.family, "parameters": params, "seed": spec.seed, "steps": steps,
             "final_loss_nats_per_byte": round(final_loss, 4),  # mean of the last 50 steps
             "training_length": TRAIN_LENGTH, "sha256": weights,
-            "corpus": "CC0 essays (ccq_eval/data/text/essays.txt) + synthetic S-NIAH-1 documents, byte-level",
-            "recipe": (f"batch {config.batch} x <= {TRAIN_LENGTH} bytes, AdamW lr {config.lr} (warm-up {config.warmup}, "
-                       f"cosine to 10%), {config.needle_share:.0%} needle documents growing {SHORTEST_NEEDLE_DOC}->"
-                       f"{TRAIN_LENGTH} bytes over the first half, answer bytes weighted x{config.answer_weight:g}"
+            "corpus": "synthetic needle/question pairs and S-NIAH-1 documents + CC0 essays (ccq_eval/data/text/essays.txt), byte-level",
+            "recipe": (f"{config.lookup_steps} lookup steps (batch {config.lookup_batch}: one needle and its question), "
+                       f"then {config.steps - config.lookup_steps} haystack steps (batch {config.batch} x <= {TRAIN_LENGTH} "
+                       f"bytes, {config.needle_share:.0%} S-NIAH-1 documents growing {SHORTEST_HAYSTACK_DOC}->{TRAIN_LENGTH} "
+                       f"bytes over the first half, the rest essay windows); AdamW lr {config.lr} (warm-up {config.warmup}, "
+                       f"constant, then cosine to 10% over the haystack stage), answer bytes weighted x{config.answer_weight:g}"
                        + (f", forget-gate bias +{RETENTION_GATE_BIAS:g} at init" if spec.family in ("gla", "ccq_gla") else "")),
             "width": WIDTH}
     (target / "MODEL_CARD.md").write_text(

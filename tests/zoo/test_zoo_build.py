@@ -12,7 +12,7 @@ from ccq_eval.models import load_model
 
 
 def test_batches_are_shared_and_seeded():
-    config = zoo_build.TrainConfig(steps=10, batch=4)
+    config = zoo_build.TrainConfig(steps=10, lookup_steps=2, batch=4)
     a, b = zoo_build.Batches(config), zoo_build.Batches(config)
     for step in (0, 7):
         ids_a, targets_a, weights_a = a.batch(step)
@@ -21,26 +21,58 @@ def test_batches_are_shared_and_seeded():
         assert ids_a.shape == targets_a.shape == weights_a.shape and ids_a.shape[1] <= zoo_build.TRAIN_LENGTH
         assert torch.equal(ids_a[:, 1:], targets_a[:, :-1].clamp(min=0).where(targets_a[:, :-1] >= 0, ids_a[:, 1:]))
     assert not torch.equal(a.batch(0)[0], a.batch(1)[0])
-    assert a.curriculum_length(0) == zoo_build.SHORTEST_NEEDLE_DOC and a.curriculum_length(5) == zoo_build.TRAIN_LENGTH + 1
-    essays = zoo_build.Batches(zoo_build.TrainConfig(steps=10, batch=2, needle_share=0.0))
-    # the curriculum's early batches are shorter: a batch is as long as its longest document
-    assert [essays.batch(s)[0].shape[1] for s in (0, 9)] == [zoo_build.SHORTEST_NEEDLE_DOC - 1, zoo_build.TRAIN_LENGTH]
+    # the haystack stage's curriculum: from its first step to the training length at half of its steps
+    assert a.curriculum_length(2) == zoo_build.SHORTEST_HAYSTACK_DOC and a.curriculum_length(6) == zoo_build.TRAIN_LENGTH + 1
+    essays = zoo_build.Batches(zoo_build.TrainConfig(steps=10, lookup_steps=2, batch=2, needle_share=0.0))
+    # a batch is as long as its longest document: the curriculum's early batches are shorter
+    assert [essays.batch(s)[0].shape[1] for s in (2, 9)] == [zoo_build.SHORTEST_HAYSTACK_DOC - 1, zoo_build.TRAIN_LENGTH]
 
 
-def test_answer_bytes_carry_the_answer_weight():
-    """In a needle document exactly the answer's digits and full stop weigh answer_weight; padding weighs 0."""
+def test_the_lookup_stage_is_needle_and_question_alone_then_haystacks_follow():
     from ccq_eval.byte_tokenizer import byte_tokenizer
+    from ccq_eval.suites.sniah import data as sniah
 
-    config = zoo_build.TrainConfig(steps=10, batch=8, needle_share=1.0)
-    ids, targets, weights = zoo_build.Batches(config).batch(3)
-    tok = byte_tokenizer()
-    for row in range(ids.shape[0]):
-        heavy = (weights[row] == config.answer_weight).nonzero().flatten()
-        answer = tok.decode(targets[row, heavy])
-        assert len(heavy) == 8 and answer[:7].isdigit() and answer[7] == "."
-        before = tok.decode(targets[row, heavy[0] - 40 : heavy[0]])
-        assert before.endswith("mentioned in the provided text is ")
-        assert (weights[row][targets[row] == -100] == 0).all()
+    config = zoo_build.TrainConfig(steps=10, lookup_steps=3, lookup_batch=5, batch=4, needle_share=1.0)
+    batches, tok = zoo_build.Batches(config), byte_tokenizer()
+    ids, targets, weights = batches.batch(2)
+    assert ids.shape[0] == 5
+    for row in range(5):
+        text = tok.decode(targets[row][targets[row] >= 0])
+        needle, question = text.split("\n")
+        key, value = needle.removeprefix("One of the special magic numbers for ").removesuffix(".").split(" is: ")
+        assert question == sniah.ANSWER_PREFIX.format(type="number", query=key) + " " + value + "."
+        assert len(value) == 7 and value.isdigit() and len(text) < 200
+    ids, _, _ = batches.batch(3)  # the first haystack step: full S-NIAH-1 prompts with RULER's header
+    assert ids.shape[0] == 4
+    for row in range(4):
+        assert tok.decode(ids[row][ids[row] != tok.pad_token_id]).startswith("<s>A special magic number is hidden")
+
+
+def test_needle_documents_fill_their_length_with_filler_lines():
+    import random
+
+    from ccq_eval.suites.sniah import data as sniah
+
+    batches = zoo_build.Batches(zoo_build.TrainConfig())
+    for length in (300, 640, 1024):
+        ids, answer_length = batches.needle_doc(random.Random(length), length)
+        text = batches.tokenizer.decode(ids[1:])
+        lines = text.count(sniah.REPEAT_FILLER)
+        if length == 300:  # shorter than the template: no filler at all
+            assert lines == 0
+        else:  # within one filler line (and its newline) of the length, never over it
+            assert length - len(sniah.REPEAT_FILLER) - 1 < len(ids) <= length and lines > 0
+        assert answer_length == 8 and text.endswith(".") and text[-8:-1].isdigit()
+        assert text[-8:-1] in text[:-8]  # the needle holds the answer
+
+
+def test_the_learning_rate_warms_up_holds_through_the_lookup_stage_then_decays():
+    config = zoo_build.TrainConfig(steps=100, lookup_steps=40, warmup=10, lr=1e-3)
+    lrs = [zoo_build._lr(config, s) for s in range(100)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[9] == pytest.approx(1e-3)
+    assert all(lr == 1e-3 for lr in lrs[10:41])
+    assert all(a > b for a, b in zip(lrs[40:], lrs[41:]))  # cosine over the haystack stage
+    assert lrs[-1] == pytest.approx(1e-4, rel=0.01)
 
 
 def test_weighted_loss_reduces_to_the_mean_cross_entropy():

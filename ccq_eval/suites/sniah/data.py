@@ -101,7 +101,8 @@ def _context(variant: Variant, units: int, needle: str, rng: random.Random, hays
     return " ".join([*sentences[:at], needle, *sentences[at:]]), float(depth), passes
 
 
-def _sample(variant: Variant, units: int, key: str, value: str, placement_seed: int, haystack):
+def sample(variant: Variant, units: int, key: str, value: str, placement_seed: int, haystack) -> dict:
+    """One record with `units` haystack units (filler lines or essay words) around the needle."""
     rng = random.Random(placement_seed)
     needle = NEEDLE.format(type_plural=variant.value, key=key, value=value)
     context, depth, passes = _context(variant, units, needle, rng, haystack)
@@ -143,7 +144,7 @@ def smallest_length(task: str, tokenizer, haystack: Haystack | None, length: int
     variant = VARIANTS[task]
     worst = 0
     for key, value, placement in [_probe(task, length, seed), *draws(task, length, samples, seed)]:
-        record = _sample(variant, 0, key, value, placement, haystack)
+        record = sample(variant, 0, key, value, placement, haystack)
         worst = max(worst, count_tokens(tokenizer, prompt_of(record)))
     return worst + TOKENS_TO_GENERATE
 
@@ -155,7 +156,7 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
     budget = length - TOKENS_TO_GENERATE
 
     def fits(units, key, value, placement_seed):
-        record = _sample(variant, units, key, value, placement_seed, haystack)
+        record = sample(variant, units, key, value, placement_seed, haystack)
         tokens = count_tokens(tokenizer, prompt_of(record))
         return tokens <= budget, record, tokens
 
