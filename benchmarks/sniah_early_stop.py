@@ -1,7 +1,7 @@
 """S-NIAH's early stop (a row stops once every needle value is in its output) against decoding all 128
 tokens, side by side on the same prompts, through lm-eval's generate_until and the real wrapper.
 
-No zoo model retrieves yet, so the answer a retrieving model would give is stood in for by what this model
+zoo:gla-tiny does not retrieve, so the answer a retrieving model would give is stood in for by what this model
 writes: each prompt's "needle value" is the first --answer-chars characters of its own full decoding (a
 RULER value is a 7-digit number, and a model that retrieves says it first). Reports decoding steps (tokens
 generated over the rows) and wall time, medians over --repeats, and checks that the outputs score alike.

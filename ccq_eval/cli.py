@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("action", choices=("build",))
     zoo.add_argument("--steps", type=int, help="training steps per model (default: what the shipped zoo had)")
     zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's; run two builds with 1 each on 2 cores)")
-    zoo.add_argument("--models", help="comma list of zoo names (default: all nine)")
+    zoo.add_argument("--models", help="comma list of zoo names (default: all of them)")
     zoo.add_argument("--work", default="results/zoo-work", help="checkpoints and loss logs (resumed from)")
     zoo.add_argument("--out", help="where the exported models go (default: ccq_eval/zoo/ in the package)")
 

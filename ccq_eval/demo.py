@@ -6,7 +6,7 @@ suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length ex
 Python's reference manual and standard-library source, text the zoo has never seen). A
 training-free CCQ sweep (lambda 0.1, 0.3, 1 with Sigma scaled by its trace; lambda 0 is the plain
 model) runs on the plain GLA and GDN, on perplexity and on S-NIAH-1 at 1K and 4K. Every number goes to one store; the tables (with 95%
-intervals, and mean ± sd over the three GLA / CCQ-GLA seeds) and the curves are rendered from it.
+intervals, and mean ± sd over the GLA / CCQ-GLA seeds) and the curves are rendered from it.
 The evaluations run as `ccq-eval run` calls in one worker process per core (their jobs split longest
 first), writing to the same store.
 """

@@ -34,7 +34,7 @@ from ccq_eval.suites.sniah import data as sniah
 TRAIN_LENGTH = 1024  # RULER's template alone is ~375 bytes: 512 would leave almost no haystack
 SHORTEST_HAYSTACK_DOC = 300  # where the haystack stage's length curriculum starts (the template alone: ~380-470)
 # Two layers: enough for copy-by-lookup (the short convolution gives keys the previous token), and
-# half the CPU cost of four, which is what lets nine models train in a few core-hours.
+# half the CPU cost of four, which is what lets the zoo train in a few core-hours.
 WIDTH = dict(hidden_size=128, num_hidden_layers=2, num_heads=4, vocab_size=260)
 FAMILY_EXTRA = {"gated_deltanet": dict(head_dim=32), "ccq_gated_deltanet": dict(head_dim=32),
                 "gla": dict(use_short_conv=True), "ccq_gla": dict(use_short_conv=True)}
@@ -51,8 +51,9 @@ ZOO = {m.name: m for m in (
     ZooModel("gla-tiny", "gla", 0), ZooModel("ccq-gla-tiny", "ccq_gla", 0),
     ZooModel("gdn-tiny", "gated_deltanet", 0), ZooModel("ccq-gdn-tiny", "ccq_gated_deltanet", 0),
     ZooModel("transformer-tiny", "transformer", 0),
-    ZooModel("gla-tiny-s1", "gla", 1), ZooModel("gla-tiny-s2", "gla", 2),
-    ZooModel("ccq-gla-tiny-s1", "ccq_gla", 1), ZooModel("ccq-gla-tiny-s2", "ccq_gla", 2),
+    # a second seed of the pair the paper compares; a third (s2) did not fit one session's CPU budget on
+    # this recipe (about 27 core-minutes per recurrent model) and is left for a later build
+    ZooModel("gla-tiny-s1", "gla", 1), ZooModel("ccq-gla-tiny-s1", "ccq_gla", 1),
 )}
 
 
