@@ -118,7 +118,6 @@ def test_a_fetched_corpus_edited_after_freezing_is_refused_not_used(tmp_path, ca
 
 
 def test_a_shipped_corpus_edited_in_the_cache_is_rebuilt(tmp_path):
-    from ccq_eval.data.cache import cache_root
     from ccq_eval.suites.longppl import corpora
 
     path = corpora.local_path("essays", None)

@@ -7,7 +7,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-import torch
 
 from ccq_eval import zoo_build
 from ccq_eval.cli import main

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ccq_eval.cli import main
-from ccq_eval.run import Evaluand, RunRequest, run_suite
+from ccq_eval.run import RunRequest, run_suite
 from tests.helpers import byte_tokenizer, cli_command, save_checkpoint, tiny_model, wait_for_units
 from tests.oracle import OracleLM, oracle_loader
 
