@@ -1,7 +1,9 @@
 """A store written before the package redesign (tests/fixtures/store_v1, by the commands beside it)
 resumes with nothing rerun: every unit key is computed as it was. The one exception is on purpose:
 LongBench's lcc moved to task version 1.1 (the official prompt and code similarity), so its unit
-runs again. Rerunning two of its commands into a fresh store reproduces its numbers."""
+runs again. Rerunning two of its commands into a fresh store reproduces its numbers. The zoo models those
+commands name are the weights the store was written with (kept beside it: the shipped zoo has been
+retrained since, and a model's weights are part of its units' identity)."""
 
 import json
 import shutil
@@ -15,6 +17,7 @@ from ccq_eval.cli import main
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "store_v1"
 COMMANDS = json.loads((FIXTURE / "commands.json").read_text())
+OLD_ZOO = FIXTURE / "zoo"  # gla-tiny and gdn-tiny as they were when the store was written
 
 
 def counts(store: Path) -> dict:
@@ -25,6 +28,7 @@ def counts(store: Path) -> dict:
 @pytest.fixture
 def old_store(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # the lm command's --data-dir is relative, as it was when the store was written
+    monkeypatch.setenv("CCQ_EVAL_ZOO", str(OLD_ZOO))
     store = tmp_path / "old.db"
     shutil.copy(FIXTURE / "store.db", store)
     return store
@@ -67,6 +71,7 @@ def metric_values(store: Path, suite: str) -> dict:
 @pytest.mark.parametrize("index,suite", [(0, "sniah"), (3, "longbench")])
 def test_rerunning_reproduces_the_old_numbers(tmp_path, monkeypatch, index, suite):
     monkeypatch.chdir(REPO)
+    monkeypatch.setenv("CCQ_EVAL_ZOO", str(OLD_ZOO))
     fresh = tmp_path / "fresh.db"
     assert main([*COMMANDS[index], "--store", str(fresh)]) == 0
     new = metric_values(fresh, suite)
