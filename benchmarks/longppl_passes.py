@@ -50,11 +50,11 @@ def documents(tokenizer, count: int) -> list[list[int]]:
 
 
 def one_pass(model, docs) -> tuple[dict, int]:
-    from ccq_eval.suites.longppl.perplexity import prefix_perplexities, sequence_nll
+    from ccq_eval.suites.longppl.perplexity import prefix_nll_sums, sequence_nll
 
     sums = {L: 0.0 for L in LENGTHS}
     for ids in docs:
-        for L, total in prefix_perplexities(sequence_nll(model, ids, 2048), LENGTHS).items():
+        for L, total in prefix_nll_sums(sequence_nll(model, ids, 2048), LENGTHS).items():
             sums[L] += total
     return sums, sum(len(ids) - 1 for ids in docs)
 

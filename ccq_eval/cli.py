@@ -26,11 +26,29 @@ SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest", "zoo")
 
 
 from ccq_eval.errors import BadInput, StoreWriteFailure
+from ccq_eval.output_paths import check_output_folder
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own mistakes get the same one-line form and exit code 2
-        raise BadInput(f"{message} (see ccq-eval {self.prog.split()[-1]} --help)")
+        raise BadInput(f"{message} (see {self.prog} --help)")
+
+
+def _number(kind: type, low, high, what: str):
+    """An argparse type: a finite number of ``kind`` in [low, high], refused at parse time (exit 2), not deep
+    inside numpy or a model after the work has started."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not low <= value <= high:  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]: {what}")
+        return value
+    return parse
+
+
+MAX_SAMPLES = 10_000_000  # more items per unit than any suite's data holds
 
 
 def _add_store(parser):
@@ -50,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
                                        "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
-    run.add_argument("--samples", type=int, help="items per unit (S-NIAH: samples per task and length, default 500; "
+    run.add_argument("--samples", type=_number(int, 1, MAX_SAMPLES, "items per unit"), help="items per unit (S-NIAH: samples per task and length, default 500; "
                                                  "longppl: sequences per corpus, default 100)")
     run.add_argument("--label", help="the model's name in tables and plots (default: checkpoint folder or zoo name, "
                                      "plus any CCQ override, e.g. gla-tiny+ccq0.3)")
@@ -58,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="local data root (haystack/*.txt|*.jsonl for S-NIAH-2/3)")
     run.add_argument("--haystack", help="essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder "
                                         "(default: DATA_DIR/haystack, else the shipped ccq-essays)")
-    run.add_argument("--seed", type=int, default=0, help="seed for data generation and lm-eval (default 0)")
+    run.add_argument("--seed", type=_number(int, 0, 2**32 - 1, "numpy's seeds"), default=0, help="seed for data generation and lm-eval (default 0)")
     run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
     run.add_argument("--batch-size", default="auto",
@@ -66,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
     run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
     run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
-    run.add_argument("--ccq-lambda", type=float, help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
+    run.add_argument("--ccq-lambda", type=_number(float, 0.0, 100.0, "a contraction strength"), help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
                                                       "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
     run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
@@ -102,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     zoo = sub.add_parser("zoo", help="train the tiny model zoo on CPU (resumable)")
     zoo.add_argument("action", choices=("build",))
-    zoo.add_argument("--steps", type=int, help="training steps per model (default: what the shipped zoo had)")
-    zoo.add_argument("--threads", type=int, help="torch CPU threads (default: torch's; run two builds with 1 each on 2 cores)")
+    zoo.add_argument("--steps", type=_number(int, 1, MAX_SAMPLES, "training steps"), help="training steps per model (default: what the shipped zoo had)")
+    zoo.add_argument("--threads", type=_number(int, 1, 1024, "torch CPU threads"), help="torch CPU threads (default: torch's; run two builds with 1 each on 2 cores)")
     zoo.add_argument("--models", help="comma list of zoo names (default: all of them)")
     zoo.add_argument("--work", default="results/zoo-work", help="checkpoints and loss logs (resumed from)")
     zoo.add_argument("--out", help="where the exported models go (default: ccq_eval/zoo/ in the package)")
@@ -154,6 +172,7 @@ def _zoo(args) -> int:
 
 
 def _data(args) -> int:
+    from ccq_eval.data.cache import check_cache_root
     from ccq_eval.suites.lm import data as lm_data
     from ccq_eval.suites.longbench import data as longbench
     from ccq_eval.suites.longbench.tasks import TASKS
@@ -165,6 +184,7 @@ def _data(args) -> int:
     unknown = [c for c in corpora or [] if c not in known]
     if unknown:
         raise BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
+    check_cache_root()
     for done in module.fetch(corpora):
         print(f"fetched {done}")
     return 0
@@ -173,8 +193,8 @@ def _data(args) -> int:
 def _batch_size(value: str) -> int | str:
     if value == "auto":
         return value
-    if not value.isdigit() or int(value) < 1:
-        raise BadInput(f"--batch-size {value}: must be a positive integer or auto")
+    if not value.isdigit() or not 1 <= int(value) <= 4096:
+        raise BadInput(f"--batch-size {value}: must be an integer in [1, 4096] or auto")
     return int(value)
 
 
@@ -193,6 +213,8 @@ def _run(args) -> int:
 def _runs(args) -> int:
     from ccq_eval.store import Store
 
+    if args.delete is not None and not args.delete.strip():
+        raise BadInput("--delete '': pass the id of a run (see ccq-eval runs)")
     if args.delete and not Path(args.store).exists():
         raise BadInput(f"--delete {args.delete!r}: no store {args.store!r} (pass the --store that holds the run)")
     store = Store(args.store, readonly=args.delete is None)
@@ -218,8 +240,8 @@ def _tables(args) -> int:
     names = table_names() if args.table == "all" else (args.table,)
     if any(name not in table_names() for name in names):
         raise BadInput(f"--table {args.table!r}: unknown; available: {', '.join(table_names())}, all")
+    out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in EXTENSIONS.values()])
     store = Store(args.store, readonly=True)
-    out = Path(args.out)
     for name in names:
         try:
             rendered = render_table(store, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
@@ -245,15 +267,17 @@ def _curves(args) -> int:
 
     if args.figure is not None and args.figure not in figure_names():
         raise BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(figure_names())}")
+    names = [args.figure] if args.figure else figure_names()
+    out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in ("png", "pdf")])
     store = Store(args.store, readonly=True)
     drawn = 0
-    for name in [args.figure] if args.figure else figure_names():
+    for name in names:
         fig = draw_figure(store, name)
         if fig is None:
             if args.figure:
                 print(f"figure {name}: nothing in {args.store} to draw yet (skipped)")
             continue
-        print("written: " + ", ".join(map(str, write_figure(fig, Path(args.out), name))))
+        print("written: " + ", ".join(map(str, write_figure(fig, out, name))))
         drawn += 1
     if not args.figure and not drawn:
         print(f"no figure to draw: {args.store} has no S-NIAH or perplexity results yet")
@@ -261,6 +285,10 @@ def _curves(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    # fla says so on import on every machine without a GPU; there the CPU backend runs its ops, as intended
+    warnings.filterwarnings("ignore", message="Triton is not supported on current platform")
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:

@@ -1,4 +1,4 @@
-"""The SQLite results store: runs, units, metrics and samples (schema in DESIGN.md's contract).
+"""The SQLite results store: runs, units, metrics and samples (schema: docs/architecture.md).
 
 One transaction per unit, written when the unit ends, so a killed run leaves only whole units; ids
 are UUIDs so stores from several machines merge. WAL journal and a busy timeout let several

@@ -51,8 +51,8 @@ ZOO = {m.name: m for m in (
     ZooModel("gla-tiny", "gla", 0), ZooModel("ccq-gla-tiny", "ccq_gla", 0),
     ZooModel("gdn-tiny", "gated_deltanet", 0), ZooModel("ccq-gdn-tiny", "ccq_gated_deltanet", 0),
     ZooModel("transformer-tiny", "transformer", 0),
-    # a second seed of the pair the paper compares; a third (s2) did not fit one session's CPU budget on
-    # this recipe (about 27 core-minutes per recurrent model) and is left for a later build
+    # a second seed of the pair the paper compares; a third (s2) is not trained on this recipe yet
+    # (about 27 core-minutes per recurrent model)
     ZooModel("gla-tiny-s1", "gla", 1), ZooModel("ccq-gla-tiny-s1", "ccq_gla", 1),
 )}
 
@@ -241,7 +241,7 @@ def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=p
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, state_file)
             log.flush()
             progress(f"{spec.name}: step {step}/{config.steps} loss {loss_value:.3f} answer {answer_value:.3f} "
-                     f"({(time.time() - started) / 60:.1f} min this session)")
+                     f"({(time.time() - started) / 60:.1f} min since this build started)")
     bar.close()
     log.close()
     return export(spec, model, step, _final_loss(folder / "loss.jsonl", loss_value), out, config)

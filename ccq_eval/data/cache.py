@@ -10,13 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("CCQ_EVAL_CACHE", Path.home() / ".cache" / "ccq-eval")).expanduser()
+    """$CCQ_EVAL_CACHE, or ~/.cache/ccq-eval where it is unset or empty (never the current folder)."""
+    return Path(os.environ.get("CCQ_EVAL_CACHE") or Path.home() / ".cache" / "ccq-eval").expanduser()
+
+
+def check_cache_root() -> Path:
+    """The cache can be created and written, checked before a run or a fetch starts any work."""
+    from ccq_eval.output_paths import check_output_folder
+
+    return check_output_folder(cache_root(), "the data cache (CCQ_EVAL_CACHE)")
 
 
 def stable_hash(obj) -> str:
@@ -34,6 +43,8 @@ def content_hash(records: list[dict]) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():  # an entry that is a folder is unreadable: make room to rebuild it
+        shutil.rmtree(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -49,10 +60,12 @@ def load_frozen(path: Path) -> tuple[list[dict], str] | None:
     meta_path = path.with_suffix(".meta.json")
     if not path.exists() or not meta_path.exists():
         return None
-    try:
+    try:  # unreadable in any way (a folder, bad bytes, a sidecar that is not an object): rebuilt, never fatal
         meta = json.loads(meta_path.read_text())
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+    except (ValueError, OSError, RecursionError):
+        return None
+    if not isinstance(meta, dict) or not all(isinstance(r, dict) for r in records):
         return None
     digest = content_hash(records)
     if digest != meta.get("content_sha256"):

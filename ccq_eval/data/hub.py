@@ -69,9 +69,75 @@ def endpoint() -> str:
     return constants.ENDPOINT
 
 
+TIMEOUT_VARIABLE = "CCQ_EVAL_HUB_TIMEOUT"
+DEFAULT_TIMEOUT_S = 30.0
+MAX_REDIRECTS = 10
+_BOUND_TIMEOUT: float | None = None  # what the shared client was last given
+
+
+def hub_timeout_s() -> float:
+    """Seconds to wait for the hub to connect or to send the next bytes (huggingface_hub's client waits forever)."""
+    import os
+
+    raw = os.environ.get(TIMEOUT_VARIABLE, "")
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise HubError(f"{TIMEOUT_VARIABLE}={raw!r}: must be a number of seconds in (0, 3600]; unset it for "
+                       f"{DEFAULT_TIMEOUT_S:.0f}")
+    return value
+
+
+def bound_hub_client() -> None:
+    """Give every request huggingface_hub makes a connect/read/write timeout and a redirect limit. Its default
+    client has ``timeout=None``, and ``repo_info`` passes ``timeout=None`` per request (which overrides any
+    client default), so a hub that accepts a connection and never answers would hang a fetch forever: the
+    bound is set where every request passes, in the transport."""
+    import httpx2
+    from huggingface_hub import set_client_factory
+    from huggingface_hub.utils import _http
+
+    global _BOUND_TIMEOUT
+    timeout = hub_timeout_s()
+    if _BOUND_TIMEOUT == timeout:
+        return
+    _BOUND_TIMEOUT = timeout
+
+    class BoundedTransport(httpx2.HTTPTransport):
+        def handle_request(self, request):
+            given = request.extensions.get("timeout") or {}
+            request.extensions["timeout"] = {phase: given.get(phase) or timeout
+                                             for phase in ("connect", "read", "write", "pool")}
+            return super().handle_request(request)
+
+    def factory() -> httpx2.Client:
+        return httpx2.Client(event_hooks={"request": [_http.hf_request_event_hook]}, follow_redirects=True,
+                             max_redirects=MAX_REDIRECTS, timeout=httpx2.Timeout(timeout),
+                             transport=BoundedTransport())
+
+    set_client_factory(factory)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else exc.__class__.__name__
+
+
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether a timeout is anywhere in the exception's chain (huggingface_hub wraps transport errors)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, TimeoutError) or type(exc).__name__.endswith("Timeout"):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _timeout_message(what: str, at: str) -> str:
+    return (f"{what} {at}: the hub at {endpoint()} did not answer within {hub_timeout_s():g} s ({TIMEOUT_VARIABLE}); "
+            "nothing was frozen; check the network and run it again")
 
 
 @contextlib.contextmanager
@@ -80,6 +146,7 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     from huggingface_hub import errors
 
     at = f"{repo}@{revision}" if revision else repo
+    bound_hub_client()
     try:
         yield
     except errors.OfflineModeIsEnabled as exc:
@@ -99,6 +166,8 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     except errors.LocalEntryNotFoundError as exc:
         import huggingface_hub.constants as constants
 
+        if _timed_out(exc):  # snapshot_download reports a hub that stopped answering as "no local entry"
+            raise HubError(_timeout_message(what, at)) from exc
         if constants.HF_HUB_OFFLINE:
             raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set and the HF cache holds no copy; run it once with "
                            "network access (or unset HF_HUB_OFFLINE)") from exc
@@ -109,6 +178,8 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     except HubError:
         raise
     except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names
+        if _timed_out(exc):
+            raise HubError(_timeout_message(what, at)) from exc
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11", "ssl", "socket") \
                 or isinstance(exc, (ConnectionError, TimeoutError)):
             raise HubError(f"{what} {at}: the download from {endpoint()} failed ({_first_line(exc)}); nothing was "

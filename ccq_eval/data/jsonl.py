@@ -9,7 +9,13 @@ from pathlib import Path
 
 def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tuple[int, object]], int]:
     """([(line number, parsed value)], blank lines skipped)."""
-    raw = path.read_bytes()
+    if path.is_dir():
+        raise error(f"{what} {str(path)!r}: is a folder; expected a JSONL file (one JSON object per line)")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"{what} {str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__}); "
+                    "check the path and its permissions") from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -21,7 +27,32 @@ def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tupl
             blank += 1
             continue
         try:
-            records.append((number, json.loads(line)))
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise error(f"{what} {str(path)!r}: line {number} is not JSON; expected one JSON object per line") from exc
+        except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting thousands deep
+            why = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long to convert"
+            raise error(f"{what} {str(path)!r}: line {number} cannot be read ({why}); fix or drop that line") from exc
+        if _has_lone_surrogate(value):
+            raise error(f"{what} {str(path)!r}: line {number} holds a lone UTF-16 surrogate escape (e.g. \\ud800), "
+                        "which is not text; fix or drop that line")
+        records.append((number, value))
     return records, blank
+
+
+def _has_lone_surrogate(value) -> bool:
+    """A \\udXXX escape without its pair decodes to a str that no tokenizer or encoder accepts."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

@@ -7,7 +7,7 @@ so installing never changes what runs on CUDA. Installation is explicit (``load_
 CPU model; tests call it) and idempotent; nothing happens at import.
 
 When an fla upgrade moves or renames a symbol, ``install_cpu_backend`` fails with the symbol's name
-(and ``tests/test_cpu_backend.py::test_every_patch_target_exists`` names it too).
+(and ``tests/models/test_cpu_backend.py::test_every_patch_target_exists`` names it too).
 """
 
 from __future__ import annotations

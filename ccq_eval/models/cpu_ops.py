@@ -4,7 +4,7 @@ layers call, with the same signatures, so the stock layers run on a CPU.
 Why by hand: fla ships no CPU path (its kernels are Triton) and its ``naive.py`` references loop over
 every token, have no ``cu_seqlens`` / V-first state support, and are too slow for 20K-token
 evaluation. These are chunked and vectorised; ``cpu_backend`` installs them, and each one is tested
-against an independent per-position recurrence or direct formula in ``tests/test_cpu_backend.py``.
+against an independent per-position recurrence or direct formula in ``tests/models/test_cpu_backend.py``.
 Arguments fla accepts but a CPU run never needs (context parallelism, reverse scans) raise.
 """
 

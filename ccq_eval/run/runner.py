@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+from ccq_eval.data.cache import check_cache_root
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
 from ccq_eval.run.units import metric_row, unit_key
@@ -128,6 +129,7 @@ class SuiteRunner:
 
     def prepare(self):
         r = self.request
+        check_cache_root()  # where data are frozen: a bad location is bad input before any work
         if r.suite == "all":
             if r.tasks or r.lengths:
                 raise SuiteError("--suite all runs every suite with its default tasks and lengths; "
@@ -149,10 +151,10 @@ class SuiteRunner:
         # opened last: bad input above never creates or touches a store; a dry run creates none
         self.store = None if r.dry_run and not r.store.startswith("file:") and not Path(r.store).exists() else Store(
             r.store, readonly=r.dry_run)
-        self.units = select_shard([unit for plan in self.plans for unit in self.plan(plan)], shard)
+        self.units = select_shard([unit for plan in self.plans for unit in self.units_of(plan)], shard)
         return self
 
-    def plan(self, plan: SuitePlan) -> list[Unit]:
+    def units_of(self, plan: SuitePlan) -> list[Unit]:
         prov = self.evaluand.provenance
         units = []
         for task in plan.tasks:

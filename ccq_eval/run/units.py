@@ -1,4 +1,4 @@
-"""A unit's identity (DESIGN.md's contract) and its metric rows."""
+"""A unit's identity (docs/architecture.md, "Unit identity") and its metric rows."""
 
 from __future__ import annotations
 

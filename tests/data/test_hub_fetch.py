@@ -25,7 +25,7 @@ import torch
 from ccq_eval.suites.longbench.data import SOURCE as LONGBENCH_SOURCE
 from ccq_eval.suites.longppl import sources
 from ccq_eval.suites.longppl.sources import deduplicate, strip_scrolls_query
-from tests.helpers import save_checkpoint, tiny_model
+from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
 from tests.hub_mirror import HubMirror, MirrorRepo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -352,3 +352,58 @@ def test_pickle_weights_only_with_allow_pickle(env, mirror, tmp_path):
     one_line_error(cli(env, "--model", "ccq-test/gla-pickle", "--suite", "sniah", "--lengths", "1k", "--store",
                        str(tmp_path / "s.db")), "--allow-pickle")
     assert not [p for p in Path(env["HF_HOME"]).rglob("pytorch_model.bin")]
+
+
+def test_sharded_hub_checkpoint_loads_online_and_offline(env, mirror, tmp_path):
+    """HF-cache snapshot files are symlinks into ../../blobs/: the shard rule judges the index's names."""
+    torch.manual_seed(1)
+    model = tiny_model("gla")
+    folder = tmp_path / "sharded"
+    model.save_pretrained(folder, max_shard_size="150KB")
+    byte_tokenizer().save_pretrained(folder)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) >= 2
+    mirror.add(MirrorRepo("ccq-test/gla-sharded", {p.name: p.read_bytes() for p in folder.iterdir()},
+                          repo_type="model"))
+    with torch.no_grad():
+        expected = model(torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])).logits
+    code = ("import sys, torch\nfrom ccq_eval.models import load_model\n"
+            "m, _, p = load_model('ccq-test/gla-sharded', device='cpu')\n"
+            "with torch.no_grad():\n    logits = m(torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])).logits\n"
+            "torch.save(logits, sys.argv[1])\nprint(p['weights_sha256'])\n")
+    for name, extra in (("online", {}), ("offline", {"HF_HUB_OFFLINE": "1"})):
+        if extra:
+            mirror.down = True
+        out = tmp_path / f"{name}.pt"
+        result = subprocess.run([sys.executable, "-c", code, str(out)], env={**env, **extra}, capture_output=True,
+                                text=True, timeout=300, cwd=ROOT)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert torch.equal(torch.load(out), expected), name
+    assert all(p.is_symlink() for p in Path(env["HF_HOME"]).rglob("snapshots/*/model-*.safetensors"))
+
+
+def test_a_hub_that_accepts_and_never_answers_fails_in_bounded_time(env, tmp_path):
+    import time
+
+    with socket.socket() as silent:  # the kernel completes the handshake; nothing ever reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        hung = {**env, "HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "CCQ_EVAL_HUB_TIMEOUT": "1"}
+        for args in (("data", "fetch", "longppl", "--corpora", "qasper"),
+                     ("--model", "ccq-test/gla-tiny", "--suite", "sniah", "--lengths", "1k", "--store",
+                      str(tmp_path / "s.db"))):
+            started = time.monotonic()
+            line = one_line_error(cli(hung, *args, timeout=240), "did not answer within 1 s", "CCQ_EVAL_HUB_TIMEOUT")
+            assert time.monotonic() - started < 120, line
+    assert cached_files(env, "longppl") == [] and not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "1e9", "nan"])
+def test_a_bad_hub_timeout_is_refused_naming_the_variable(monkeypatch, value):
+    from ccq_eval.data.hub import HubError, hub_timeout_s
+
+    monkeypatch.setenv("CCQ_EVAL_HUB_TIMEOUT", value)
+    with pytest.raises(HubError, match=f"CCQ_EVAL_HUB_TIMEOUT='{value}'"):
+        hub_timeout_s()
+    monkeypatch.setenv("CCQ_EVAL_HUB_TIMEOUT", "2.5")
+    assert hub_timeout_s() == 2.5

@@ -218,7 +218,7 @@ def test_a_corrupt_sidecar_rebuilds_the_dataset_and_the_unit_completes(tmp_path)
 def test_ingest_refuses_a_unit_with_an_infinite_number(tmp_path, capsys):
     import shutil
 
-    from tests.run.test_hostile_inputs_2 import FIXTURE_STORE
+    from tests.run.test_hostile_inputs_keep_store_rows import FIXTURE_STORE
 
     source = tmp_path / "src.db"
     shutil.copy(FIXTURE_STORE, source)
@@ -255,7 +255,7 @@ def test_nan_weights_on_the_lm_eval_engine_fail_their_units(tmp_path):
 def test_ingest_of_a_good_then_a_truncated_source_merges_nothing(tmp_path, capsys):
     import shutil
 
-    from tests.run.test_hostile_inputs_2 import FIXTURE_STORE
+    from tests.run.test_hostile_inputs_keep_store_rows import FIXTURE_STORE
 
     good, cut = tmp_path / "good.db", tmp_path / "cut.db"
     shutil.copy(FIXTURE_STORE, good)

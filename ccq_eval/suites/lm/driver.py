@@ -12,15 +12,15 @@ CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the oth
 
 
 class LmDriver:
-    def __init__(self, runner):
-        self.runner = runner
+    def __init__(self, plan):
+        self.plan = plan
 
     def check_inputs(self) -> None:
-        r = self.runner
-        for task in r.tasks:  # a bad line fails here, before the model loads, not mid-run
-            if (local := local_file(task, r.request.data_dir)) is not None:
+        plan = self.plan
+        for task in plan.tasks:  # a bad line fails here, before the model loads, not mid-run
+            if (local := local_file(task, plan.request.data_dir)) is not None:
                 read_local(local)
-        missing = [t for t in r.tasks if local_file(t, r.request.data_dir) is None and not cached(t)]
+        missing = [t for t in plan.tasks if local_file(t, plan.request.data_dir) is None and not cached(t)]
         if missing:
             names = ", ".join(f"{t} ({task_config(t)['dataset_path']})" for t in missing)
             raise LmDataError(f"zero-shot datasets not available offline: {names}; run `{FETCH_COMMAND}` on a machine "
@@ -33,7 +33,7 @@ class LmDriver:
         pass
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        local = local_file(task, self.runner.request.data_dir)
+        local = local_file(task, self.plan.request.data_dir)
         source = {"local": str(local), "sha256": sha256(local)} if local else {
             "hub": task_config(task)["dataset_path"], "name": task_config(task).get("dataset_name")}
         settings = {"max_length": CONTEXT, "num_fewshot": 0, "task_version": task_config(task).get("metadata", {}).get("version"),
@@ -44,16 +44,16 @@ class LmDriver:
         return evaluate_each(units, self._evaluate)
 
     def _evaluate(self, unit) -> UnitOutcome:
-        r = self.runner
+        plan = self.plan
         config = dict(task_config(unit.task))
-        local = local_file(unit.task, r.request.data_dir)
+        local = local_file(unit.task, plan.request.data_dir)
         if local is not None:  # the same task, reading the records from the local file
             records = records_dataset(local)
             # every split the config names gets the local records (0-shot: only the scored one is read)
             splits = {config.get(k) for k in ("training_split", "validation_split", "test_split", "fewshot_split")}
             config["custom_dataset"] = lambda **_: {split: records for split in splits if split}
         with offline():
-            out = evaluate(r.evaluand.lm, config, r.request.seed, CONTEXT, limit=r.samples, num_fewshot=0, bootstrap_iters=1000)
+            out = evaluate(plan.evaluand.lm, config, plan.request.seed, CONTEXT, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         results = out["results"][unit.task]
@@ -64,7 +64,7 @@ class LmDriver:
             value, stderr = results[f"{name},none"], results.get(f"{name}_stderr,none")
             scale = 1.0 if name in PERPLEXITIES else 100.0
             stderr = stderr * scale if isinstance(stderr, (int, float)) else None
-            metrics.append(r.metric(name, value * scale, stderr=stderr, n=n, higher_is_better=name not in PERPLEXITIES,
+            metrics.append(plan.metric(name, value * scale, stderr=stderr, n=n, higher_is_better=name not in PERPLEXITIES,
                                     is_primary=name == primary))
         return UnitOutcome(status="complete", metrics=metrics, samples=[], settings={"n_samples": n},
                            fingerprint=sha256(local) if local else None, raw=without_samples(out))

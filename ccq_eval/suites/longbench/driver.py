@@ -13,29 +13,29 @@ from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries,
 
 
 class LongBenchDriver:
-    def __init__(self, runner):
-        self.runner = runner
+    def __init__(self, plan):
+        self.plan = plan
 
     def key(self, task: str) -> str:
-        return self.runner.suite.short(task)
+        return self.plan.suite.short(task)
 
     def check_inputs(self) -> None:
-        r = self.runner
-        keys = [self.key(t) for t in r.tasks]
-        longbench.check_available(keys, r.request.data_dir)
-        self.records = {k: longbench.read_records(longbench.local_path(k, r.request.data_dir)) for k in keys}
+        plan = self.plan
+        keys = [self.key(t) for t in plan.tasks]
+        longbench.check_available(keys, plan.request.data_dir)
+        self.records = {k: longbench.read_records(longbench.local_path(k, plan.request.data_dir)) for k in keys}
         self.records_hash = {k: stable_hash(records) for k, records in self.records.items()}
         for key in keys:
-            for length in r.lengths:
+            for length in plan.lengths:
                 if length <= TASKS[key].max_gen:
                     raise longbench.LongBenchError(f"--lengths {length}: no room for {key}'s prompt next to its "
                                                    f"{TASKS[key].max_gen} generated tokens")
 
     def max_length(self) -> int:
-        return max(self.runner.lengths)
+        return max(self.plan.lengths)
 
     def check_with_tokenizer(self) -> None:
-        self.tokenizer_fp = tokenizer_fingerprint(self.runner.evaluand.tokenizer)
+        self.tokenizer_fp = tokenizer_fingerprint(self.plan.evaluand.tokenizer)
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         spec = TASKS[self.key(task)]
@@ -48,17 +48,17 @@ class LongBenchDriver:
         return evaluate_each(units, self._evaluate)
 
     def _evaluate(self, unit) -> UnitOutcome:
-        r = self.runner
+        plan = self.plan
         key = self.key(unit.task)
         prompts_key = longbench.prompts_key(key, self.records_hash[key], self.tokenizer_fp, unit.context_length,
-                                            r.samples)
+                                            plan.samples)
         frozen = longbench.prompts_path(prompts_key)
         docs, fingerprint, _ = load_or_build(frozen, prompts_key, lambda: longbench.build(
-            key, self.records[key], r.evaluand.tokenizer, unit.context_length, r.samples)[0])
-        metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
-                    "max_seq_lengths": [unit.context_length], "num_samples": r.samples or 0,
-                    "data_dir": r.request.data_dir or ""}
-        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, unit.context_length, metadata)
+            key, self.records[key], plan.evaluand.tokenizer, unit.context_length, plan.samples)[0])
+        metadata = {"frozen": str(frozen), "tokenizer": plan.evaluand.tokenizer_path,
+                    "max_seq_lengths": [unit.context_length], "num_samples": plan.samples or 0,
+                    "data_dir": plan.request.data_dir or ""}
+        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         samples, scores = [], []
@@ -77,7 +77,7 @@ class LongBenchDriver:
         extra = {"n_samples": n, "truncated_prompts": truncated, "empty_predictions": empty}
         if empty == n:
             extra["warning"] = "every prediction is empty"
-        metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
-                   r.metric("truncated_prompts", float(truncated), n=n, higher_is_better=False)]
+        metrics = [plan.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
+                   plan.metric("truncated_prompts", float(truncated), n=n, higher_is_better=False)]
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
                            settings=extra, raw=without_samples(out))

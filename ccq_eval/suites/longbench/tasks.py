@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-OFFICIAL_COMMIT = "c5ea10bcd06285223c58dfed76bbc92d22273709"
-
 _PASSAGES_QA = ("Answer the question based on the given passages. Only give me the answer and do not output any "
                 "other words.\n\nThe following are given passages.\n{context}\n\nAnswer the question based on the "
                 "given passages. Only give me the answer and do not output any other words.\n\nQuestion: {input}\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ccq_eval.data.cache import load_or_build, stable_hash
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.longppl import corpora as longppl
-from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_perplexities, sequence_nll
+from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
 from ccq_eval.suites.outcomes import UnitOutcome, failure, mean_and_stderr
 
 ENGINES = ("one-pass", "lm-eval")
@@ -17,33 +17,33 @@ CHUNK = 2048  # tokens per forward chunk in the one-pass engine
 
 
 class LongpplDriver:
-    def __init__(self, runner):
-        self.runner = runner
+    def __init__(self, plan):
+        self.plan = plan
         self.selections: dict[str, longppl.Selection] = {}
 
     def corpus(self, task: str) -> str:
-        return self.runner.suite.short(task)
+        return self.plan.suite.short(task)
 
     def check_inputs(self) -> None:
-        r = self.runner
-        engine = r.request.engine or "one-pass"
+        plan = self.plan
+        engine = plan.request.engine or "one-pass"
         if engine not in ENGINES:
             raise longppl.CorpusError(f"--engine {engine!r}: unknown; use one of {', '.join(ENGINES)}")
         self.engine = engine
-        self.l_max = max(r.lengths)
-        longppl.check_available([self.corpus(t) for t in r.tasks], r.request.data_dir)
-        for task in r.tasks:  # malformed files fail here, before the model loads
-            longppl.read_documents(longppl.local_path(self.corpus(task), r.request.data_dir))
+        self.l_max = max(plan.lengths)
+        longppl.check_available([self.corpus(t) for t in plan.tasks], plan.request.data_dir)
+        for task in plan.tasks:  # malformed files fail here, before the model loads
+            longppl.read_documents(longppl.local_path(self.corpus(task), plan.request.data_dir))
 
     def max_length(self) -> int:
         return self.l_max
 
     def check_with_tokenizer(self) -> None:
-        r = self.runner
-        for task in r.tasks:
+        plan = self.plan
+        for task in plan.tasks:
             corpus = self.corpus(task)
-            self.selections[task] = longppl.select(corpus, longppl.local_path(corpus, r.request.data_dir),
-                                                   r.evaluand.tokenizer, self.l_max, r.samples)
+            self.selections[task] = longppl.select(corpus, longppl.local_path(corpus, plan.request.data_dir),
+                                                   plan.evaluand.tokenizer, self.l_max, plan.samples)
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         selection = self.selections[task]
@@ -65,19 +65,19 @@ class LongpplDriver:
     def _one_pass(self, task: str, units):
         from tqdm import tqdm
 
-        r = self.runner
-        if getattr(r.evaluand.lm, "rank", 0) != 0:
+        plan = self.plan
+        if getattr(plan.evaluand.lm, "rank", 0) != 0:
             return []  # one process scores the sequences; other data-parallel ranks have nothing to add
         selection = self.selections[task]
         lengths = [u.context_length for u in units]
-        model = r.evaluand.lm.model
+        model = plan.evaluand.lm.model
         sums = {L: [] for L in lengths}
         buckets = []
         for ids, name in tqdm(list(zip(selection.sequences, selection.names)), desc=f"{task} one pass",
                               disable=None, leave=False):
             nll = sequence_nll(model, ids[: max(lengths) + 1], CHUNK)
             check_finite(nll, f"{task} {name}")
-            for L, total in prefix_perplexities(nll, lengths).items():
+            for L, total in prefix_nll_sums(nll, lengths).items():
                 sums[L].append(total)
             buckets.append(bucket_sums(nll, BUCKET))
         return [(unit, self._outcome(unit, sums[unit.context_length],
@@ -85,17 +85,17 @@ class LongpplDriver:
                 for unit in units]
 
     def _lm_eval(self, task: str, units):
-        r = self.runner
+        plan = self.plan
         results = []
         selection = self.selections[task]
         for unit in units:  # each length's documents built once, frozen, read by the plugin
             key = longppl.lm_eval_docs_key(selection, unit.context_length)
             frozen = longppl.lm_eval_docs_path(key)
-            load_or_build(frozen, key, lambda: longppl.lm_eval_docs(selection, r.evaluand.tokenizer, unit.context_length))
-            metadata = {"frozen": str(frozen), "tokenizer": r.evaluand.tokenizer_path,
-                        "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "l_max": self.l_max,
-                        "data_dir": r.request.data_dir or ""}
-            out = evaluate(r.evaluand.lm, task, r.request.seed, self.l_max, metadata)
+            load_or_build(frozen, key, lambda: longppl.lm_eval_docs(selection, plan.evaluand.tokenizer, unit.context_length))
+            metadata = {"frozen": str(frozen), "tokenizer": plan.evaluand.tokenizer_path,
+                        "max_seq_lengths": [unit.context_length], "num_samples": plan.samples, "l_max": self.l_max,
+                        "data_dir": plan.request.data_dir or ""}
+            out = evaluate(plan.evaluand.lm, task, plan.request.seed, self.l_max, metadata)
             if out is None:  # a data-parallel rank other than 0
                 continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
@@ -105,19 +105,19 @@ class LongpplDriver:
         return results
 
     def _outcome(self, unit, nll_sums: list[float], buckets, raw=None) -> UnitOutcome:
-        r = self.runner
+        plan = self.plan
         selection = self.selections[unit.task]
         L = unit.context_length
         tokens = L * len(nll_sums)
         total = sum(nll_sums)
         ppl = perplexity(total, tokens)
-        metrics = [r.metric("perplexity", ppl, n=len(nll_sums), higher_is_better=False, is_primary=True),
-                   r.metric("nll_sum", total, n=len(nll_sums), higher_is_better=False),
-                   r.metric("tokens", float(tokens), n=len(nll_sums), higher_is_better=False)]
+        metrics = [plan.metric("perplexity", ppl, n=len(nll_sums), higher_is_better=False, is_primary=True),
+                   plan.metric("nll_sum", total, n=len(nll_sums), higher_is_better=False),
+                   plan.metric("tokens", float(tokens), n=len(nll_sums), higher_is_better=False)]
         if len(nll_sums) > 1:  # every sequence has L tokens: log ppl is the mean of per-sequence means
             per_sequence = [value / L for value in nll_sums]
             mean, stderr = mean_and_stderr(per_sequence)
-            metrics.append(r.metric("nll_per_token", mean, stderr=stderr, n=len(nll_sums), higher_is_better=False))
+            metrics.append(plan.metric("nll_per_token", mean, stderr=stderr, n=len(nll_sums), higher_is_better=False))
         samples = []
         for index, (value, name) in enumerate(zip(nll_sums, selection.names)):
             fields = {"nll_sum": value, "tokens": L, "source": name}

@@ -53,7 +53,7 @@ def _one_pass_nll(model, ids: torch.Tensor, chunk_size: int) -> torch.Tensor:
                       for start in range(0, total, chunk_size)])
 
 
-def prefix_perplexities(nll: torch.Tensor, lengths: list[int]) -> dict[int, float]:
+def prefix_nll_sums(nll: torch.Tensor, lengths: list[int]) -> dict[int, float]:
     """{L: NLL sum over the first L scored tokens} from one pass (prefix sums)."""
     cumulative = nll.cumsum(0)
     return {L: float(cumulative[L - 1]) for L in lengths}

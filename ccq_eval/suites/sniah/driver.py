@@ -31,26 +31,26 @@ def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -
 
 
 class SniahDriver:
-    def __init__(self, runner):
-        self.runner = runner
+    def __init__(self, plan):
+        self.plan = plan
         self._prompt_keys: dict[int, tuple[int, ...]] = {}  # set per unit by _expect_answers
 
     def check_inputs(self) -> None:
-        r = self.runner
-        self.haystack_path = resolve_haystack_path(r.request.haystack, r.request.data_dir)
-        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in r.tasks)
+        plan = self.plan
+        self.haystack_path = resolve_haystack_path(plan.request.haystack, plan.request.data_dir)
+        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in plan.tasks)
         self.haystack = load_haystack(self.haystack_path) if needs_essays else None
 
     def max_length(self) -> int:
-        return max(self.runner.lengths)
+        return max(self.plan.lengths)
 
     def check_with_tokenizer(self) -> None:
-        r = self.runner
-        tokenizer = r.evaluand.tokenizer
+        plan = self.plan
+        tokenizer = plan.evaluand.tokenizer
         self.tokenizer_fp = sniah.tokenizer_fingerprint(tokenizer)
-        for task in r.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
-            for length in r.lengths:
-                smallest = sniah.smallest_length(task, tokenizer, self.haystack, length, r.samples, r.request.seed)
+        for task in plan.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
+            for length in plan.lengths:
+                smallest = sniah.smallest_length(task, tokenizer, self.haystack, length, plan.samples, plan.request.seed)
                 if length < smallest:
                     raise sniah.SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
                                            f"({smallest} tokens at least with an empty haystack); use larger lengths")
@@ -62,8 +62,8 @@ class SniahDriver:
             "max_length": length, "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
             "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
         }
-        r = self.runner
-        data_key = sniah.dataset_key(task, self.tokenizer_fp, length, r.samples, r.request.seed, self.haystack)
+        plan = self.plan
+        data_key = sniah.dataset_key(task, self.tokenizer_fp, length, plan.samples, plan.request.seed, self.haystack)
         return settings, data_key
 
     def run_units(self, units):
@@ -73,11 +73,11 @@ class SniahDriver:
         """Generated once per data key and frozen; the plugin reads the frozen file."""
         from tqdm import tqdm
 
-        r = self.runner
-        with tqdm(total=r.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
+        plan = self.plan
+        with tqdm(total=plan.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
                   disable=None, leave=False) as bar:
-            records, fingerprint, _ = sniah.load_or_generate(unit.task, r.evaluand.tokenizer, unit.context_length,
-                                                             r.samples, r.request.seed, self.haystack, bar,
+            records, fingerprint, _ = sniah.load_or_generate(unit.task, plan.evaluand.tokenizer, unit.context_length,
+                                                             plan.samples, plan.request.seed, self.haystack, bar,
                                                              key=unit.data_key)
         return records, fingerprint
 
@@ -86,14 +86,14 @@ class SniahDriver:
         long before exact match moves."""
         from ccq_eval.lm.wrapper import CCQEvalLM
 
-        lm = self.runner.evaluand.lm
+        lm = self.plan.evaluand.lm
         if not isinstance(lm, CCQEvalLM):
             return [None] * len(docs)
         fused = getattr(lm, "answer_nlls", {})  # scored during generation (CCQEvalLM.expect_answers)
         nlls = [fused.get(self._prompt_keys.get(d["index"])) for d in docs]
         missing = [i for i, v in enumerate(nlls) if v is None]
         if missing:
-            slow = mean_answer_nll(lm, self.runner.evaluand.tokenizer,
+            slow = mean_answer_nll(lm, self.plan.evaluand.tokenizer,
                                    [(sniah.prompt_of(docs[i]), docs[i]["outputs"][0]) for i in missing])
             for i, value in zip(missing, slow):
                 nlls[i] = value
@@ -103,13 +103,13 @@ class SniahDriver:
     def _expect_answers(self, records: list[dict]) -> None:
         from ccq_eval.lm.wrapper import CCQEvalLM
 
-        lm = self.runner.evaluand.lm
+        lm = self.plan.evaluand.lm
         self._prompt_keys = {}  # sample index -> the prompt's token ids, as generation encodes them
         if not isinstance(lm, CCQEvalLM):
             return
         self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
         if FUSED_ANSWER_NLL:
-            tokenizer = self.runner.evaluand.tokenizer
+            tokenizer = self.plan.evaluand.tokenizer
             lm.expect_answers({self._prompt_keys[d["index"]]:
                                tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
         # a row stops once all of its needle values are in its output: string_match_all is then 1 and no
@@ -118,12 +118,12 @@ class SniahDriver:
                       for d in records} if EARLY_STOP else {})
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
-        r = self.runner
-        metadata = {"frozen": str(sniah.dataset_path(unit.data_key)), "tokenizer": r.evaluand.tokenizer_path,
-                    "max_seq_lengths": [unit.context_length], "num_samples": r.samples, "seed": r.request.seed,
+        plan = self.plan
+        metadata = {"frozen": str(sniah.dataset_path(unit.data_key)), "tokenizer": plan.evaluand.tokenizer_path,
+                    "max_seq_lengths": [unit.context_length], "num_samples": plan.samples, "seed": plan.request.seed,
                     "haystack": self.haystack_path or ""}
         self._expect_answers(records)
-        out = evaluate(r.evaluand.lm, unit.task, r.request.seed, unit.context_length, metadata)
+        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         entries = logged_entries(out, unit.task, len(records))
@@ -145,12 +145,12 @@ class SniahDriver:
         mean, stderr = mean_and_stderr(scores)
         correct = float(sum(1 for s in scores if s > 0))
         empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
-        metrics = [r.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
-                   r.metric("correct", correct, n=n, higher_is_better=True, is_primary=False),
-                   r.metric("answer_prefix", sum(s["fields"]["answer_prefix"] for s in samples) / n, n=n,
+        metrics = [plan.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
+                   plan.metric("correct", correct, n=n, higher_is_better=True, is_primary=False),
+                   plan.metric("answer_prefix", sum(s["fields"]["answer_prefix"] for s in samples) / n, n=n,
                             higher_is_better=True)]
         if all(v is not None for v in nlls):
-            metrics.append(r.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
+            metrics.append(plan.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
         extra = {"n_samples": n, "empty_predictions": empty,
                  # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
                  "answer_nll_from_prefill": getattr(self, "fused_nll_count", 0)}

@@ -59,8 +59,8 @@ def _data(tmp, kind):
 
 CASES = [
     ("malformed --lengths", [], ["--lengths", "4kk"], "is not a length", 2),
-    ("negative --samples", [], ["--samples", "-3"], "must be a positive count", 2),
-    ("zero batch size", [], ["--batch-size", "0"], "--batch-size 0: must be a positive integer or auto", 2),
+    ("negative --samples", [], ["--samples", "-3"], "argument --samples: -3 is outside [1, 10000000]", 2),
+    ("zero batch size", [], ["--batch-size", "0"], "--batch-size 0: must be an integer in [1, 4096] or auto", 2),
     ("unknown flag", [], ["--frobnicate"], "unrecognized arguments: --frobnicate", 2),
     ("bad shard", [], ["--shard", "5/2"], "need 0 <= i < n", 2),
     ("unknown suite", [], ["--suite", "mmlu"], "unknown suite", 2),

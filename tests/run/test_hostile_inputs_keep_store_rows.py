@@ -1,6 +1,6 @@
-"""Hostile inputs, round 2: malformed checkpoints, devices, stores, merges, flags and data files. Each
-case asserts its exit code, a one-line message naming the input and the fix, no traceback, and the
-row counts of a store that already holds results (tests/fixtures/store_v1) before and after."""
+"""Hostile inputs against a store that already holds results: malformed checkpoints, devices, stores, merges,
+flags and data files. Each case asserts its exit code, a one-line message naming the input and the fix, no
+traceback, and the row counts of that store (tests/fixtures/store_v1) before and after."""
 
 import json
 import shutil
@@ -237,7 +237,14 @@ FLAGS = [  # (id, extra flags replacing the defaults, message)
     ("--lengths zero", ("--lengths", "0"), "'0' is not a length"),
     ("--lengths repeated", ("--lengths", "1k,1024"), "a length is repeated"),
     ("--lengths below every prompt", ("--lengths", "503", "--samples", "500"), "cannot hold every sniah_1 prompt"),
-    ("--samples zero", ("--samples", "0"), "--samples 0: must be a positive count"),
+    ("--samples zero", ("--samples", "0"), "argument --samples: 0 is outside [1, 10000000]"),
+    ("--samples 10**23", ("--samples", str(10**23)), f"argument --samples: {10**23} is outside"),
+    ("--seed negative", ("--seed", "-1"), "argument --seed: -1 is outside [0, 4294967295]"),
+    ("--seed beyond numpy's", ("--seed", str(2**32)), "argument --seed: 4294967296 is outside"),
+    ("--seed not a number", ("--seed", "one"), "argument --seed: 'one' is not an integer"),
+    ("--ccq-lambda 1e308", ("--ccq-lambda", "1e308"), "argument --ccq-lambda: 1e308 is outside [0.0, 100.0]"),
+    ("--ccq-lambda nan", ("--ccq-lambda", "nan"), "argument --ccq-lambda: nan is outside"),
+    ("--batch-size huge", ("--batch-size", "100000"), "--batch-size 100000: must be an integer in [1, 4096]"),
     ("--shard without a slash", ("--shard", "1"), "expected i/n"),
     ("--shard not numbers", ("--shard", "a/b"), "expected i/n"),
     ("--engine unknown", ("--suite", "longppl", "--tasks", "essays", "--engine", "fast"), "--engine 'fast': unknown"),
