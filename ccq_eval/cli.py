@@ -137,13 +137,17 @@ def _ingest(args) -> int:
     from ccq_eval.store import Store
 
     sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
+    for source in sources:
+        source.check_integrity()  # a damaged page fails here, before the target is created or touched
     target = Store(args.store)
     refused_any = False
     with target.transaction():  # one transaction: a source that fails mid-read merges nothing at all
         reports = [(path, *target.ingest(source)) for path, source in zip(args.paths, sources)]
-    for path, added_runs, added_units, refused in reports:
-        print(f"{path}: {added_runs} runs, {added_units} units added" + (f"; refused {len(refused)}: " + "; ".join(refused)
-                                                                          if refused else ""))
+    for path, added_runs, added_units, already_complete, refused in reports:
+        print(f"{path}: {added_runs} runs, {added_units} units added"
+              + (f"; {already_complete} complete units skipped (a result for their unit key is already here)"
+                 if already_complete else "")
+              + (f"; refused {len(refused)}: " + "; ".join(refused) if refused else ""))
         refused_any |= bool(refused)
     return 1 if refused_any else 0
 

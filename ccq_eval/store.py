@@ -34,6 +34,7 @@ CREATE TABLE units (
     started TEXT NOT NULL, finished TEXT NOT NULL, dataset_fingerprint TEXT, settings TEXT NOT NULL
 );
 CREATE INDEX units_by_key ON units (unit_key, status);
+CREATE UNIQUE INDEX units_one_complete_per_key ON units (unit_key) WHERE status = 'complete';
 CREATE TABLE metrics (
     unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE, run_id TEXT NOT NULL,
     label TEXT NOT NULL, model TEXT NOT NULL, suite TEXT NOT NULL, task TEXT NOT NULL,
@@ -48,6 +49,24 @@ CREATE TABLE samples (
 CREATE INDEX samples_by_unit ON samples (unit_id);
 """
 TABLES = ("runs", "units", "metrics", "samples")
+
+
+def _in_memory_uri(path: str) -> bool:
+    """A ``file:`` URI that SQLite keeps in memory (``mode=memory``, an empty or ``:memory:`` name)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    if not path.startswith("file:"):
+        return False
+    parts = urlsplit(path)
+    name = parts.path or parts.netloc
+    return "memory" in parse_qs(parts.query).get("mode", []) or name in ("", ":memory:")
+
+
+def _schema_columns() -> dict[str, list[str]]:
+    """table -> its columns in order, as SCHEMA defines them."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA)
+        return {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in TABLES}
 
 
 class StoreError(BadInput):
@@ -91,7 +110,7 @@ class Store:
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path = str(path)
         self.readonly = readonly
-        if not self.path.strip() or self.path.strip() in (":memory:", "file::memory:"):
+        if not self.path.strip() or self.path.strip() in (":memory:", "file::memory:") or _in_memory_uri(self.path):
             # SQLite would open a temporary database: every result would be saved nowhere
             raise StoreError(f"store {self.path!r}: not a file; pass --store PATH (default results/ccq.db)")
         uri = self.path.startswith("file:")
@@ -115,6 +134,7 @@ class Store:
             raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass another --store") from exc
         if not readonly:
             self._check_writable()
+            self._ensure_one_complete_per_key()
 
     def _check_schema(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -132,6 +152,21 @@ class Store:
             return
         if not set(TABLES) <= present or version == 0:
             raise StoreError(f"store {self.path!r}: not a ccq-eval store (tables {sorted(present)}); move it aside or pass another --store")
+        for table, expected in _schema_columns().items():
+            found = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+            if found != expected:
+                extra, missing = sorted(set(found) - set(expected)), sorted(set(expected) - set(found))
+                raise StoreError(f"store {self.path!r}: table {table} has other columns than a ccq-eval store's "
+                                 f"(extra {extra or 'none'}, missing {missing or 'none'}); move it aside or pass another --store")
+
+    def check_integrity(self) -> None:
+        """Every page readable (``PRAGMA quick_check``): a source is read whole before anything is merged from it."""
+        try:
+            result = [r[0] for r in self.db.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from exc
+        if result != ["ok"]:
+            raise StoreError(f"store {self.path!r}: damaged ({result[0][:120]}); restore it from a copy")
 
     def _check_writable(self) -> None:
         try:
@@ -141,6 +176,16 @@ class Store:
             self.db.execute("ROLLBACK")
         except (sqlite3.OperationalError, OSError) as exc:
             raise StoreError(f"store {self.path!r}: cannot write ({exc}); pass a writable --store") from exc
+
+    def _ensure_one_complete_per_key(self) -> None:
+        """Stores made before the rule get its index; one that already holds two complete results for a key
+        (written by older versions) keeps them, and write_unit's check still stops any new one."""
+        try:
+            with self.transaction():
+                self.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_one_complete_per_key ON units (unit_key) "
+                                "WHERE status = 'complete'")
+        except sqlite3.IntegrityError:
+            pass
 
     def _use_wal(self) -> None:
         """Switch to the WAL journal (readers never block the writer). Another process may hold the
@@ -178,13 +223,21 @@ class Store:
             self.db.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?", (now(), status, run_id))
 
     @_writes
-    def write_unit(self, unit: dict, metrics: list[dict], samples: list[dict]) -> str:
-        """The unit, its metric rows and its samples, in one transaction."""
+    def write_unit(self, unit: dict, metrics: list[dict], samples: list[dict], replace: bool = False) -> str | None:
+        """The unit, its metric rows and its samples, in one transaction. A store holds one complete result per
+        unit key: when another process completed the key first, nothing is written and None is returned;
+        ``replace`` (--force) removes the earlier result instead."""
         unit_id = unit.get("id") or new_id()
-        with self.transaction():
+        with self.transaction():  # BEGIN IMMEDIATE: the check and the insert see no other writer between them
             if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (unit["run_id"],)).fetchone() is None:
                 raise RunDeleted(f"store {self.path!r}: run {unit['run_id']} was deleted while it ran; nothing more "
                                  "is written — rerun the command to resume into a new run")
+            if unit["status"] == "complete":
+                earlier = [r[0] for r in self.db.execute(
+                    "SELECT id FROM units WHERE unit_key = ? AND status = 'complete'", (unit["unit_key"],))]
+                if earlier and not replace:
+                    return None
+                self.db.executemany("DELETE FROM units WHERE id = ?", [(e,) for e in earlier])
             self.db.execute(
                 "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
                 "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -212,10 +265,11 @@ class Store:
     REQUIRED_PROVENANCE = ("label", "model_spec", "weights_sha256", "model_config", "dtype", "device", "versions")
 
     @_writes
-    def ingest(self, other: "Store") -> tuple[int, int, list[str]]:
-        """Copy other's runs and their units, metrics and samples; ids already here are skipped, so
-        ingesting twice adds nothing. Runs without the provenance the contract requires are refused."""
-        added_runs = added_units = 0
+    def ingest(self, other: "Store") -> tuple[int, int, int, list[str]]:
+        """Copy other's runs and their units, metrics and samples: (runs added, units added, complete units
+        skipped because this store already holds a result for their key, refusals). Ids already here are
+        skipped, so ingesting twice adds nothing. Runs without the provenance the contract requires are refused."""
+        added_runs = added_units = already_complete = 0
         refused = []
         with self.transaction():
             for run in other.query("SELECT * FROM runs"):
@@ -232,6 +286,10 @@ class Store:
                     unit = dict(unit)
                     if self.db.execute("SELECT 1 FROM units WHERE id = ?", (unit["id"],)).fetchone():
                         continue
+                    if unit["status"] == "complete" and self.db.execute(
+                            "SELECT 1 FROM units WHERE unit_key = ? AND status = 'complete'", (unit["unit_key"],)).fetchone():
+                        already_complete += 1  # one complete result per unit key: the one here is kept
+                        continue
                     bad = other.query("SELECT metric, value FROM metrics WHERE unit_id = ? AND "
                                       "(value IN (9e999, -9e999) OR stderr IN (9e999, -9e999))", (unit["id"],))
                     if bad:  # an infinite number cannot be trusted (the runner never stores one)
@@ -246,7 +304,7 @@ class Store:
                             self.db.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                                             tuple(row.values()))
                     added_units += 1
-        return added_runs, added_units, refused
+        return added_runs, added_units, already_complete, refused
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -256,7 +314,18 @@ class Store:
                           "another --store")
 
     def complete_unit_keys(self) -> set[str]:
+        """The keys of the complete units (one result each)."""
         return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+
+    def labels_of_keys(self, keys: list[str]) -> list[str]:
+        """The labels of the runs that hold complete units with these keys."""
+        labels: set[str] = set()
+        for start in range(0, len(keys), 500):  # SQLite bounds the number of parameters
+            chunk = keys[start:start + 500]
+            labels |= {r[0] for r in self.query(
+                f"SELECT DISTINCT r.label FROM units u JOIN runs r ON r.id = u.run_id WHERE u.status = 'complete' "
+                f"AND u.unit_key IN ({', '.join('?' * len(chunk))})", tuple(chunk))}
+        return sorted(labels)
 
     def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         try:

@@ -106,7 +106,7 @@ def _read_index(path: Path, name: str) -> list[str]:
     try:
         weight_map = json.loads((path / name).read_text())["weight_map"]
         shards = sorted(set(weight_map.values()))
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as exc:
         raise ModelLoadError(f"model {str(path)!r}: {name} is not a weight index (JSON with a 'weight_map' of "
                              f"tensor -> shard file; {exc.__class__.__name__}); re-download the checkpoint") from exc
     for shard in shards:
@@ -138,8 +138,14 @@ def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
                 missing = [s for s in shards if not (path / s).exists()]
                 if missing:
                     raise ModelLoadError(f"model {str(path)!r}: weight shard {missing[0]} listed in {name} is missing; re-download the checkpoint")
-                return [path / s for s in shards]
-            return [path / name]
+                files = [path / s for s in shards]
+            else:
+                files = [path / name]
+            odd = [f.name for f in files if not f.is_file()]  # a folder or a device where a weights file belongs
+            if odd:
+                raise ModelLoadError(f"model {str(path)!r}: {odd[0]} is not a regular file; re-download or re-save "
+                                     "the checkpoint")
+            return files
     raise ModelLoadError(f"model {str(path)!r}: no weights (model.safetensors); save the model with save_pretrained")
 
 
@@ -222,15 +228,15 @@ def transformers_version() -> str:
 def _build_config(path: Path, raw: dict, ccq_overrides: dict | None, found: Family):
     from transformers import AutoConfig
 
-    if not ccq_overrides:
-        return AutoConfig.from_pretrained(path, trust_remote_code=False)
-    family = found.ccq
-    fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "auto_map")}
-    fields.update(ccq_overrides)
-    try:
-        return AutoConfig.for_model(family, **fields)
-    except ValueError as exc:
-        raise ModelLoadError(f"model {str(path)!r}: {exc}") from exc
+    try:  # a config its class cannot take (a llama config over GLA fields, a wrong type) is the checkpoint's fault
+        if not ccq_overrides:
+            return AutoConfig.from_pretrained(path, trust_remote_code=False)
+        fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "auto_map")}
+        return AutoConfig.for_model(found.ccq, **{**fields, **ccq_overrides})
+    except Exception as exc:  # noqa: BLE001 - transformers raises ValueError, TypeError, AttributeError, ...
+        first_line = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc.__class__.__name__
+        raise ModelLoadError(f"model {str(path)!r}: config.json cannot be read as a {raw.get('model_type')!r} config "
+                             f"({first_line}); re-save the checkpoint's config") from exc
 
 
 @contextmanager

@@ -195,13 +195,17 @@ class SuiteRunner:
             self.out(f"{len(todo)} to run, {len(self.units) - len(todo)} already complete in {self.request.store}")
             return 0
         if not todo:
-            self.out(f"all {len(self.units)} units already complete in {self.request.store} (--force reruns them)")
+            self.out(f"all {len(self.units)} units already complete in {self.request.store}{self._stored_under()} "
+                     "(--force reruns them)")
             return 0
         run_id = self.store.begin_run(self._run_record())
         results = []
         try:
             with interrupts() as received:
                 for plan, task_units in self._task_groups(todo):
+                    task_units = self._still_to_run(task_units)
+                    if not task_units:
+                        continue
                     started = now()
                     for unit, outcome in plan.driver.run_units(task_units):
                         results.append((unit, self._write(run_id, unit, outcome, started)))
@@ -220,6 +224,25 @@ class SuiteRunner:
         self.store.finish_run(run_id, "failed" if failed else "complete")
         self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
         return 1 if failed else 0
+
+    def _stored_under(self) -> str:
+        """Where the complete units were stored under other labels: a label names a model in tables, it is not
+        part of a unit's identity, so a rerun under a new label finds the same units done."""
+        others = sorted(set(self.store.labels_of_keys([u.unit_key for u in self.units])) - {self.label})
+        return f", stored under label {', '.join(map(repr, others))} (a label is not part of a unit's identity)" \
+            if others else ""
+
+    def _still_to_run(self, units: list[Unit]) -> list[Unit]:
+        """Units that no other process completed while this run worked on earlier ones (a store shared by
+        identical runs started together); --force runs them all."""
+        if self.request.force:
+            return units
+        done = self.store.complete_unit_keys()
+        for unit in units:
+            if unit.unit_key in done:
+                self.out(f"{unit.task}@{unit.context_length}: completed meanwhile by another run in "
+                         f"{self.request.store}; skipped")
+        return [u for u in units if u.unit_key not in done]
 
     def _run_record(self) -> dict:
         import lm_eval
@@ -254,8 +277,11 @@ class SuiteRunner:
             return {"status": "failed", "reason": outcome.reason}
         if outcome.raw is not None:
             self._save_raw(run_id, unit, outcome.raw)
-        unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples)
+        unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples, replace=self.request.force)
         primary = next(m["value"] for m in outcome.metrics if m.get("is_primary"))
+        if unit_id is None:  # another process stored this unit key first: the store keeps that one result
+            return {"status": "complete", "unit_id": None, "score": primary,
+                    "note": "another run stored this unit first; its result is kept"}
         return {"status": "complete", "unit_id": unit_id, "score": primary}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
@@ -275,7 +301,8 @@ class SuiteRunner:
         for unit, res in results:
             score = f"{res['score']:.2f}" if res["status"] == "complete" else ""
             self.out(f"{unit.task:<20}{unit.context_length:>8}  {res['status']:<9}{score:>11}"
-                     + (f"  {res['reason']}" if res["status"] == "failed" else ""))
+                     + (f"  {res['reason']}" if res["status"] == "failed" else "")
+                     + (f"  ({res['note']})" if res.get("note") else ""))
         if skipped:
             self.out(f"({skipped} units already complete, skipped)")
 

@@ -23,7 +23,7 @@ def test_largest_fitting_power_of_two(limit, expected):
 def test_bad_batch_sizes_are_refused(value, capsys):
     assert main(["--model", "m", "--suite", "sniah", "--batch-size", value]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"ccq-eval: error: --batch-size {value}: must be a positive integer or auto"
+    assert err == f"ccq-eval: error: --batch-size {value}: must be an integer in [1, 4096] or auto"
 
 
 def test_auto_on_cpu_is_one_and_is_what_the_run_records(tmp_path, tokenizer_dir):

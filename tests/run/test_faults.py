@@ -165,11 +165,11 @@ def test_a_full_disk_mid_run_leaves_the_run_failed_not_running(tmp_path, monkeyp
 
     real_write, calls = Store.write_unit, []
 
-    def filling_write(self, unit, metrics, samples):
+    def filling_write(self, unit, metrics, samples, **kwargs):
         calls.append(unit["task"])
         if len(calls) == 2:
             self.db.execute(f"PRAGMA max_page_count = {self.db.execute('PRAGMA page_count').fetchone()[0]}")
-        return real_write(self, unit, metrics, samples)
+        return real_write(self, unit, metrics, samples, **kwargs)
 
     monkeypatch.setattr(Store, "write_unit", filling_write)
     store = tmp_path / "s.db"
@@ -184,9 +184,9 @@ def test_a_run_deleted_while_it_runs_stops_with_one_line(tmp_path, capsys, monke
 
     real_write = Store.write_unit
 
-    def delete_first(self, unit, metrics, samples):
+    def delete_first(self, unit, metrics, samples, **kwargs):
         self.delete_run(unit["run_id"])  # another shell's `ccq-eval runs --delete`
-        return real_write(self, unit, metrics, samples)
+        return real_write(self, unit, metrics, samples, **kwargs)
 
     monkeypatch.setattr(Store, "write_unit", delete_first)
     store = tmp_path / "s.db"
@@ -201,18 +201,28 @@ def test_a_run_deleted_while_it_runs_stops_with_one_line(tmp_path, capsys, monke
     assert counts(store) == {"runs": 0, "units": 0, "metrics": 0, "samples": 0}
 
 
-def test_a_corrupt_sidecar_rebuilds_the_dataset_and_the_unit_completes(tmp_path):
+def _entry_a_folder(sidecar):
+    data = sidecar.with_name(sidecar.name.replace(".meta.json", ".jsonl"))
+    data.unlink()
+    (data / "x").mkdir(parents=True)
+
+
+@pytest.mark.parametrize("damage", [lambda s: s.write_text("{not json"), lambda s: s.write_text("[1, 2]"),
+                                    lambda s: s.write_text('{"content_sha256": ["x"]}'), _entry_a_folder],
+                         ids=["sidecar not JSON", "sidecar a JSON list", "sidecar hash a list", "entry a folder"])
+def test_an_unreadable_cache_entry_is_rebuilt_and_the_unit_completes(tmp_path, damage):
     store = tmp_path / "s.db"
     request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=3, store=str(store), label="o")
     assert run_suite(request, oracle_loader(tmp_path), out=lambda *_: None) == 0
     from ccq_eval.data.cache import cache_root
 
     (sidecar,) = (cache_root() / "sniah").glob("*.meta.json")
-    sidecar.write_text("{not json")
-    request.force = True
+    damage(sidecar)
+    request.force = True  # --force replaces the complete result: one per unit key
     assert run_suite(request, oracle_loader(tmp_path), out=lambda *_: None) == 0
     statuses = [s for (s,) in sqlite3.connect(store).execute("SELECT status FROM units")]
-    assert statuses == ["complete", "complete"] and json.loads(sidecar.read_text())["content_sha256"]
+    assert statuses == ["complete"] and json.loads(sidecar.read_text())["content_sha256"]
+    assert sidecar.with_name(sidecar.name.replace(".meta.json", ".jsonl")).is_file()
 
 
 def test_ingest_refuses_a_unit_with_an_infinite_number(tmp_path, capsys):

@@ -97,6 +97,12 @@ CHECKPOINTS = [  # (id, mutation, extra flags, message)
     ("tokenizer.json not JSON", write("tokenizer.json", "{{{"), (), "tokenizer cannot be loaded"),
     ("corrupt pickle with --allow-pickle", pickled_garbage, ("--allow-pickle",), "weights do not match config.json"),
     ("zero-byte weights", write("model.safetensors", b""), (), "re-download or re-save the checkpoint"),
+    ("model_type llama over GLA fields", config_edit(model_type="llama"), (),
+     "config.json cannot be read as a 'llama' config"),
+    ("model.safetensors a folder", lambda f: ((f / "model.safetensors").unlink(), (f / "model.safetensors").mkdir()),
+     (), "model.safetensors is not a regular file"),
+    ("index a folder", lambda f: (sharded({"weight_map": {}})(f), (f / "model.safetensors.index.json").unlink(),
+                                  (f / "model.safetensors.index.json").mkdir()), (), "is not a weight index"),
 ]
 
 
@@ -216,7 +222,35 @@ STORES = [  # (id, argv builder(tmp, good), message)
      "newer than this ccq-eval"),
     ("ingest a good then a missing source", lambda t, g: (shutil.copy(FIXTURE_STORE, t / "n.db"), [
         "ingest", str(t / "n.db"), str(t / "none.db"), "--store", str(t / "new.db")])[1], "none.db"),
+    ("ingest a source with an extra column", lambda t, g: (extra_column(t / "x.db"), [
+        "ingest", str(t / "x.db"), "--store", str(t / "new.db")])[1], "table units has other columns than a ccq-eval store's (extra ['note']"),
+    ("ingest a source with a corrupt page", lambda t, g: (corrupt_pages(t / "c.db"), [
+        "ingest", str(t / "c.db"), "--store", str(t / "new.db")])[1], "c.db'"),
+    ("a store with other columns", lambda t, g: (extra_column(t / "x.db"), run_args(g, t)[:-1] + [str(t / "x.db")])[1],
+     "has other columns than a ccq-eval store's"),
+    ("--store an in-memory URI", lambda t, g: run_args(g, t)[:-1] + ["file:x?mode=memory&cache=shared"], "not a file"),
+    ("tables --out under a file", lambda t, g: ((t / "f").write_text("x"), ["tables", "--store", str(t / "ccq.db"),
+                                                                            "--out", str(t / "f" / "out")])[1],
+     "is a file, not a folder"),
+    ("curves --out under a file", lambda t, g: ((t / "f").write_text("x"), ["curves", "--store", str(t / "ccq.db"),
+                                                                            "--out", str(t / "f" / "out")])[1],
+     "is a file, not a folder"),
+    ("tables output file a folder", lambda t, g: ((t / "out" / "sniah.md").mkdir(parents=True), [
+        "tables", "--store", str(t / "ccq.db"), "--out", str(t / "out")])[1], "sniah.md' is a folder where a file"),
+    ("curves output file a folder", lambda t, g: ((t / "out" / "longppl.png").mkdir(parents=True), [
+        "curves", "--store", str(t / "ccq.db"), "--out", str(t / "out")])[1], "longppl.png' is a folder where a file"),
+    ("runs --delete empty", lambda t, g: ["runs", "--delete", "", "--store", str(t / "ccq.db")],
+     "--delete '': pass the id of a run"),
+    ("zoo build --threads -1", lambda t, g: ["zoo", "build", "--threads", "-1", "--work", str(t / "w")],
+     "argument --threads: -1 is outside [1, 1024]"),
+    ("zoo build --steps 0", lambda t, g: ["zoo", "build", "--steps", "0", "--work", str(t / "w")],
+     "argument --steps: 0 is outside"),
 ]
+
+
+def extra_column(path: Path) -> None:
+    shutil.copy(FIXTURE_STORE, path)
+    sqlite3.connect(path).execute("ALTER TABLE units ADD COLUMN note TEXT").connection.commit()
 
 
 @pytest.mark.parametrize("name,build,message", STORES, ids=[c[0] for c in STORES])
@@ -301,6 +335,17 @@ DATA = [  # (id, builder, flags, message)
      "line 1 has no string field 'text'"),
     ("haystack folder without text", lambda root: (root / "haystack").mkdir(parents=True),
      ("--tasks", "2"), "folder has no .txt or .jsonl files"),
+    ("corpus path a folder", lambda root: (root / "longppl" / "pg19.jsonl").mkdir(parents=True),
+     ("--suite", "longppl", "--tasks", "pg19"), "pg19.jsonl': is a folder; expected a JSONL file"),
+    ("corpus nested 100,000 deep", data_file("longppl", "pg19.jsonl", ["[" * 100_000 + "]" * 100_000 + "\n"]),
+     ("--suite", "longppl", "--tasks", "pg19"), "line 1 cannot be read (nested too deeply)"),
+    ("corpus with a 5,000-digit number", data_file("longppl", "pg19.jsonl", ['{"text": "a", "n": ' + "9" * 5000 + "}\n"]),
+     ("--suite", "longppl", "--tasks", "pg19"), "line 1 cannot be read (a number too long to convert)"),
+    ("corpus with a lone surrogate", data_file("longppl", "pg19.jsonl", ['{"text": "a\\ud800b"}\n']),
+     ("--suite", "longppl", "--tasks", "pg19"), "line 1 holds a lone UTF-16 surrogate"),
+    ("LongBench record with a lone surrogate", data_file("longbench", "qasper.jsonl", ['{"input": "\\udc00", '
+                                                                                    '"context": "c", "answers": ["a"]}\n']),
+     ("--suite", "longbench", "--tasks", "qasper"), "line 1 holds a lone UTF-16 surrogate"),
 ]
 
 
@@ -331,6 +376,18 @@ def test_cached_corpus_edited_after_freezing(good, tmp_path, capsys):
     check(tmp_path, capsys, [x for k, v in merged.items() for x in (k, v)], 2, "does not match its sha256 sidecar")
 
 
+@pytest.mark.parametrize("cache,message", [
+    ("/dev/null/cache", "the data cache (CCQ_EVAL_CACHE) '/dev/null/cache': '/dev/null' is a file, not a folder"),
+    ("{tmp}/file/cache", "'{tmp}/file' is a file, not a folder"),
+])
+def test_a_cache_that_cannot_be_a_folder(good, tmp_path, capsys, monkeypatch, cache, message):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("CCQ_EVAL_CACHE", cache.format(tmp=tmp_path))
+    check(tmp_path, capsys, run_args(good["gla"], tmp_path), 2, message.format(tmp=tmp_path))
+    check(tmp_path, capsys, ["data", "fetch", "longppl", "--store", str(tmp_path / "ccq.db")][:3], 2,
+          message.format(tmp=tmp_path))
+
+
 def test_the_table_has_at_least_sixty_cases():
-    cases = len(CHECKPOINTS) + len(RUNTIME) + 1 + 2 + len(STORES) + len(FLAGS) + 1 + len(DATA) + 2 + 1
+    cases = len(CHECKPOINTS) + len(RUNTIME) + 1 + 2 + len(STORES) + len(FLAGS) + 1 + len(DATA) + 2 + 1 + 2
     assert cases >= 60, cases

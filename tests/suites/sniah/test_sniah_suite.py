@@ -133,7 +133,7 @@ def _bad(tmp_path, tiny_ccq_dir, **changes):
     ({"--tasks": "sniah_9"}, "--tasks: 'sniah_9' is not a task of suite 'sniah'"),
     ({"--lengths": "1k,two"}, "--lengths '1k,two': 'two' is not a length"),
     ({"--lengths": "200"}, "--lengths: 200 tokens cannot hold every sniah_1 prompt"),
-    ({"--samples": "0"}, "--samples 0: must be a positive count"),
+    ({"--samples": "0"}, "argument --samples: 0 is outside [1, 10000000]"),
     ({"--model": "/no/such/model"}, "no such path"),
     ({"--haystack": "HAYSTACK_SHORT"}, "too short for a haystack"),
     ({"--haystack": "HAYSTACK_BINARY"}, "not UTF-8 text"),
