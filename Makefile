@@ -16,14 +16,19 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# Two pytest workers, one per core, one torch thread each (two threads each would oversubscribe the cores).
+TEST_WORKERS ?= 2
+PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
+
+# --dist loadfile keeps a file's tests on one worker: some share a module's store in order
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST) --dist loadfile
 	$(MAKE) test-interpreter
 
 # fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
 # before triton is imported); tests/interpreter/patches.py holds the three patches it needs
 test-interpreter: $(STAMP)
-	TRITON_INTERPRET=1 $(PY) -m pytest -q tests/interpreter
+	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter
 
 demo: $(STAMP)
 	$(PY) -m ccq_eval.demo

@@ -16,7 +16,8 @@ collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpre
 def _cpu_backend():
     # every model test runs on the CPU; load_model would do the same
     install_cpu_backend()
-    torch.set_num_threads(2)
+    # one thread per test process when tests run side by side (make test: two workers on two cores)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 
 
 @pytest.fixture(autouse=True)
