@@ -45,10 +45,10 @@ MODELS = {"gla": "gla", "ccq_gla": "gla", "gated_deltanet": "gated_deltanet",
 
 def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
     import ccq_eval.models  # noqa: F401  (registers the CCQ families)
-    from ccq_eval.models.families import register_families
+    from ccq_eval.models.registration import register_ccq_models
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    register_families()
+    register_ccq_models()
     torch.manual_seed(0)
     config = AutoConfig.for_model(name, **shapes[MODELS[name]], fuse_cross_entropy=False)
     return AutoModelForCausalLM.from_config(config).to(device=device, dtype=dtype).eval()

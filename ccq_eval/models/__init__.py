@@ -13,10 +13,10 @@ from ccq_eval.models.ccq_gated_deltanet import (
 from ccq_eval.models.ccq_gla import CCQGatedLinearAttention, CCQGLAConfig, CCQGLAForCausalLM, CCQGLAModel
 from ccq_eval.models.ccq_read import CCQSettings
 from ccq_eval.models.cpu_backend import install_cpu_backend
-from ccq_eval.models.families import register_families
+from ccq_eval.models.registration import register_ccq_models
 from ccq_eval.models.loading import LoadedModel, ModelLoadError, load_model
 
-register_families()
+register_ccq_models()
 
 __all__ = [
     "CCQGLAConfig", "CCQGLAForCausalLM", "CCQGLAModel", "CCQGatedDeltaNet", "CCQGatedDeltaNetConfig",

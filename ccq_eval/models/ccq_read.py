@@ -108,19 +108,6 @@ def split_cached_state(recurrent_state):
     return recurrent_state
 
 
-def short_conv_qkv(layer, hidden_states, last_state, use_cache: bool, cu_seqlens):
-    """q, k, v through the layer's own projections and short convolutions, as fla's GLA and Gated
-    DeltaNet layers compute them (with their conv caches); returns (q, k, v, conv_states)."""
-    conv_states = last_state["conv_state"] if last_state is not None else (None, None, None)
-    outs, new_states = [], []
-    for proj, conv, cache in zip((layer.q_proj, layer.k_proj, layer.v_proj),
-                                 (layer.q_conv1d, layer.k_conv1d, layer.v_conv1d), conv_states):
-        x, state = conv(x=proj(hidden_states), cache=cache, output_final_state=use_cache, cu_seqlens=cu_seqlens)
-        outs.append(x)
-        new_states.append(state)
-    return (*outs, tuple(new_states))
-
-
 def attach_to_layers(model: nn.Module, backbone_layer: type, ccq_class: type, config,
                      head_dim_attribute: str = "head_k_dim") -> None:
     """Turn every backbone layer of a built fla model into its CCQ subclass (hybrid softmax-attention

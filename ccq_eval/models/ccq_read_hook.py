@@ -1,9 +1,10 @@
 """CCQ on an fla layer without copying its forward: for the duration of the layer's forward, the read
 functions it calls (module-level names in its fla module, e.g. ``fla.layers.delta_net.chunk_delta_rule``)
 are wrapped so the query entering the read is (I - lam Sigma_t) q, Sigma_t from the keys the same call
-writes into the state. Used for the training-free CCQ families (DeltaNet, RetNet, HGRN2), whose read is
-``o_t = S_t^T q_t`` with ``S_t`` accumulating ``k_t v_t^T``; the GLA / GDN families keep their own
-forwards (ccq_gla.py, ccq_gated_deltanet.py), written when the paper's two backbones were the target.
+writes into the state. It is how CCQ attaches to every family whose read is ``o_t = S_t^T q_t`` with ``S_t``
+accumulating ``k_t v_t^T``: the paper's GLA and Gated DeltaNet (ccq_gla.py, ccq_gated_deltanet.py) and the
+training-free DeltaNet, RetNet and HGRN2 (ccq_training_free.py). An fla change to how a layer computes q and k
+is followed without a line changed here.
 
 The layer cache's recurrent_state becomes (backbone state, CCQState), as for GLA / GDN. Keys that the
 kernel would L2-normalise (``use_qk_l2norm_in_kernel``) are normalised here first with fla's formula,

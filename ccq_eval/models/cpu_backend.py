@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from ccq_eval.models import cpu_ops, cpu_ops_families as family_ops
+from ccq_eval.models import cpu_ops, cpu_ops_other_layers
 
 
 @dataclass(frozen=True)
@@ -65,21 +65,21 @@ PATCHES: tuple[PatchTarget, ...] = (
     PatchTarget("fla.modules.fused_linear_cross_entropy.ops", "FusedLinearCrossEntropyLoss.forward",
                 cpu_ops.fused_linear_cross_entropy_forward),
     # DeltaNet layer (its q/k/v convolutions are ShortConvolution, above)
-    PatchTarget("fla.layers.delta_net", "chunk_delta_rule", family_ops.chunk_delta_rule),
-    PatchTarget("fla.layers.delta_net", "fused_recurrent_delta_rule", family_ops.fused_recurrent_delta_rule),
+    PatchTarget("fla.layers.delta_net", "chunk_delta_rule", cpu_ops_other_layers.chunk_delta_rule),
+    PatchTarget("fla.layers.delta_net", "fused_recurrent_delta_rule", cpu_ops_other_layers.fused_recurrent_delta_rule),
     # RetNet's multi-scale retention, every mode the layer can pick
-    PatchTarget("fla.layers.multiscale_retention", "chunk_retention", family_ops.chunk_retention),
-    PatchTarget("fla.layers.multiscale_retention", "fused_chunk_retention", family_ops.fused_chunk_retention),
-    PatchTarget("fla.layers.multiscale_retention", "fused_recurrent_retention", family_ops.fused_recurrent_retention),
-    PatchTarget("fla.layers.multiscale_retention", "parallel_retention", family_ops.parallel_retention),
+    PatchTarget("fla.layers.multiscale_retention", "chunk_retention", cpu_ops_other_layers.chunk_retention),
+    PatchTarget("fla.layers.multiscale_retention", "fused_chunk_retention", cpu_ops_other_layers.fused_chunk_retention),
+    PatchTarget("fla.layers.multiscale_retention", "fused_recurrent_retention", cpu_ops_other_layers.fused_recurrent_retention),
+    PatchTarget("fla.layers.multiscale_retention", "parallel_retention", cpu_ops_other_layers.parallel_retention),
     # HGRN2 layer: GLA's read under its own names, the query activation, the fused output norm + projection
     PatchTarget("fla.layers.hgrn2", "chunk_gla", cpu_ops.chunk_gla),
     PatchTarget("fla.layers.hgrn2", "fused_recurrent_gla", cpu_ops.fused_recurrent_gla),
     PatchTarget("fla.layers.hgrn2", "fused_chunk_gla", cpu_ops.fused_chunk_gla),
     PatchTarget("fla.layers.hgrn2", "swish", cpu_ops.swish),
-    PatchTarget("fla.layers.hgrn2", "rms_norm_linear", family_ops.rms_norm_linear),
+    PatchTarget("fla.layers.hgrn2", "rms_norm_linear", cpu_ops_other_layers.rms_norm_linear),
     # Mamba2's gated group RMSNorm (its selective scan and convolution run fla's torch fallback on CPU)
-    PatchTarget("fla.modules.norm.layernorm_gated", "rmsnorm_fn", family_ops.rmsnorm_fn),
+    PatchTarget("fla.modules.norm.layernorm_gated", "rmsnorm_fn", cpu_ops_other_layers.rmsnorm_fn),
     # Transformer++: flash-attn entry points (absent without flash-attn) and rotary embeddings
     PatchTarget("fla.layers.attn", "flash_attn_func", cpu_ops.flash_attn_func),
     PatchTarget("fla.layers.attn", "flash_attn_varlen_func", cpu_ops.flash_attn_varlen_func, may_be_absent=True),

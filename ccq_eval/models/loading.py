@@ -192,9 +192,9 @@ def model_family(path: Path, raw: dict, device: torch.device, dtype: torch.dtype
 
     import fla  # noqa: F401 - registers fla's families with transformers' Auto classes
 
-    from ccq_eval.models.families import register_families
+    from ccq_eval.models.registration import register_ccq_models
 
-    register_families()
+    register_ccq_models()
     model_type, where = raw["model_type"], f"model {str(path)!r}"
     if model_type not in CONFIG_MAPPING:
         raise ModelLoadError(f"{where}: unknown model_type {model_type!r}: neither fla nor transformers "

@@ -135,16 +135,16 @@ def test_short_convolution_norms_and_activations():
     assert_close(run_both(swiglu, cpu_ops.swiglu, {"x": torch.randn(B, T, D), "y": torch.randn(B, T, D)}, ("x", "y")))
 
 
-# --- the other families' ops (cpu_ops_families) ------------------------------------------------------------
+# --- the other families' ops (cpu_ops_other_layers) ------------------------------------------------------------
 
 def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
     from fla.ops.delta_rule import fused_recurrent_delta_rule
 
-    from ccq_eval.models import cpu_ops_families
+    from ccq_eval.models import cpu_ops_other_layers
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "beta": torch.rand(B, T, H), "initial_state": torch.randn(B, H, D, D)}
-    assert_close(run_both(fused_recurrent_delta_rule, cpu_ops_families.fused_recurrent_delta_rule, inputs, (),
+    assert_close(run_both(fused_recurrent_delta_rule, cpu_ops_other_layers.fused_recurrent_delta_rule, inputs, (),
                           output_final_state=True, use_qk_l2norm_in_kernel=True))
 
 
@@ -158,10 +158,10 @@ def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
 def test_retention(name):
     import fla.ops.retention as fla_retention
 
-    from ccq_eval.models import cpu_ops_families
+    from ccq_eval.models import cpu_ops_other_layers
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "initial_state": torch.randn(B, H, D, D)}
     grads = ("q", "k", "v") if name == "chunk_retention" else ()
-    assert_close(run_both(getattr(fla_retention, name), getattr(cpu_ops_families, name), inputs, grads,
+    assert_close(run_both(getattr(fla_retention, name), getattr(cpu_ops_other_layers, name), inputs, grads,
                           output_final_state=True))

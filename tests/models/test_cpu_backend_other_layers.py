@@ -12,7 +12,7 @@ from fla.ops.retention.naive import naive_retention
 from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
 
 from ccq_eval.models import cpu_backend
-from ccq_eval.models import cpu_ops_families as ops
+from ccq_eval.models import cpu_ops_other_layers as ops
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 

@@ -5,7 +5,7 @@ Each is the special case fla itself defines it as: the delta rule is the gated d
 decay (g = 0); retention is simple GLA with a fixed per-head decay gamma_h = 1 - 2^(-5 - h), the
 decay broadcast over the key dimension of GLA's chunked form; HGRN2's read is GLA with its state
 V-first. Tested against per-position recurrences and fla's own ``rms_norm_ref`` in
-``tests/models/test_cpu_backend_families.py``.
+``tests/models/test_cpu_backend_other_layers.py``.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class CCQHGRN2Attention(HookedCCQLayer, HGRN2Attention):
     HEAD_DIM = "head_f_dim"
 
 
-def _family(name: str, config_base, model_base, lm_base, backbone_layer: type, ccq_layer: type):
+def _ccq_classes(name: str, config_base, model_base, lm_base, backbone_layer: type, ccq_layer: type):
     """(Config, Model, ForCausalLM) of one CCQ family over an fla backbone."""
 
     def config_init(self, **kwargs):
@@ -64,8 +64,8 @@ def _family(name: str, config_base, model_base, lm_base, backbone_layer: type, c
     return config, model, lm
 
 
-HOOKED_FAMILIES = (
-    _family("ccq_delta_net", DeltaNetConfig, DeltaNetModel, DeltaNetForCausalLM, DeltaNet, CCQDeltaNet),
-    _family("ccq_retnet", RetNetConfig, RetNetModel, RetNetForCausalLM, MultiScaleRetention, CCQMultiScaleRetention),
-    _family("ccq_hgrn2", HGRN2Config, HGRN2Model, HGRN2ForCausalLM, HGRN2Attention, CCQHGRN2Attention),
+TRAINING_FREE_MODELS = (
+    _ccq_classes("ccq_delta_net", DeltaNetConfig, DeltaNetModel, DeltaNetForCausalLM, DeltaNet, CCQDeltaNet),
+    _ccq_classes("ccq_retnet", RetNetConfig, RetNetModel, RetNetForCausalLM, MultiScaleRetention, CCQMultiScaleRetention),
+    _ccq_classes("ccq_hgrn2", HGRN2Config, HGRN2Model, HGRN2ForCausalLM, HGRN2Attention, CCQHGRN2Attention),
 )
