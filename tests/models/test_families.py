@@ -8,6 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fla.layers import delta_net as fla_delta_net_layer
+from fla.layers import gated_deltanet as fla_gdn_layer
+from fla.layers import gla as fla_gla_layer
 from fla.layers import hgrn2 as fla_hgrn2_layer
 from fla.layers import multiscale_retention as fla_retention_layer
 
@@ -78,6 +80,8 @@ def test_ccq_at_lambda_zero_is_the_backbone_bit_for_bit(kind, overrides):
     ("delta_net", fla_delta_net_layer, "chunk_delta_rule"),
     ("retnet", fla_retention_layer, "chunk_retention"),
     ("hgrn2", fla_hgrn2_layer, "chunk_gla"),
+    ("gla", fla_gla_layer, "chunk_gla"),  # the paper's backbones attach through the same hook
+    ("gated_deltanet", fla_gdn_layer, "chunk_gated_delta_rule"),
 ])
 def test_the_read_receives_the_contracted_query(kind, module, read, monkeypatch):
     seen = []
@@ -135,3 +139,12 @@ def test_fla_mamba_equals_transformers_own_mamba_on_the_same_weights(kind):
     x = _tokens(2, 100, seed=3)
     with torch.no_grad():
         torch.testing.assert_close(ours(x).logits, reference(x).logits, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["ccq_gla", "ccq_gated_deltanet", *CCQ_HOOKED])
+def test_every_ccq_layer_runs_fla_s_own_forward(kind):
+    """CCQ attaches by wrapping the read only: no CCQ layer class defines a forward of its own."""
+    from ccq_eval.models.ccq_read_hook import HookedCCQLayer
+
+    layer = type(tiny_model(kind).model.layers[0].attn)
+    assert layer.forward is HookedCCQLayer.forward and "forward" not in vars(layer)
