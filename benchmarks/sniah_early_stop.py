@@ -33,6 +33,7 @@ def main() -> int:
 
     from lm_eval.api.instance import Instance
 
+    from ccq_eval.lm.decoding import DecodingHooks
     from ccq_eval.lm.wrapper import CCQEvalLM
     from ccq_eval.models import load_model
     from ccq_eval.suites.sniah.scoring import all_values_found, ruler_string_match
@@ -45,11 +46,11 @@ def main() -> int:
     gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": 128, "until": []}
 
     def run(predicates):
-        lm.stop_when(predicates)
-        start = time.perf_counter()
-        out = lm.generate_until([Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)],
-                                disable_tqdm=True)
-        return time.perf_counter() - start, lm.decode_steps, out
+        with lm.decoding(DecodingHooks(stop_when=predicates)) as hooks:
+            start = time.perf_counter()
+            out = lm.generate_until([Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)],
+                                    disable_tqdm=True)
+        return time.perf_counter() - start, hooks.decode_steps, out
 
     _, _, full = run({lm.prompt_key(p): (lambda text: False) for p in prompts})
     values = {lm.prompt_key(p): [text[: args.answer_chars]] for p, text in zip(prompts, full)}

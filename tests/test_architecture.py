@@ -4,6 +4,7 @@ interface, and LongBench YAMLs that equal the ones generated from the task table
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,19 @@ def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
             allowed |= {"ccq_eval.suites.lm.data", "ccq_eval.suites.longbench.data",
                         "ccq_eval.suites.longbench.tasks", "ccq_eval.suites.longppl.corpora"}
         assert reached <= allowed, (user, reached - allowed)
+
+
+def test_the_lm_eval_adapter_knows_no_suite():
+    """lm/ is generic: what one suite needs of decoding comes with its call (lm/decoding.py), and nothing in
+    lm/ imports a suite, names one, or replaces an lm-eval function."""
+    graph = import_graph()
+    for module in [m for m in graph if m.startswith("ccq_eval.lm")]:
+        assert not {m for m in graph[module] if m.startswith("ccq_eval.suites")}, module
+    words = re.compile(r"sniah|s-niah|longbench|longppl|samsum|needle|ruler", re.IGNORECASE)
+    for path in (REPO / "ccq_eval" / "lm").glob("*.py"):
+        text = path.read_text()
+        assert not words.search(text), (path.name, words.search(text).group())
+        assert not re.search(r"^\s*(hf|huggingface|lm_eval\.\w+)\.\w+\s*=", text, re.MULTILINE), path.name
 
 
 def test_importing_the_cli_loads_no_heavy_library():

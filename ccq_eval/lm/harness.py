@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import logging
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,10 +27,11 @@ def builtin_tasks():
 
 
 def evaluate(lm, task, seed: int, max_length: int, metadata: dict | None = None, limit: int | None = None,
-             num_fewshot: int | None = None, bootstrap_iters: int = 0) -> dict | None:
+             num_fewshot: int | None = None, bootstrap_iters: int = 0, hooks=None) -> dict | None:
     """simple_evaluate on one task: a name of our plugins (with ``metadata``), or a config dict of one
-    of lm-eval's own tasks, under the context budget ``max_length`` (what the unit records). None on
-    a data-parallel rank other than 0 (rank 0 gathers its share)."""
+    of lm-eval's own tasks, under the context budget ``max_length`` (what the unit records), with this
+    evaluation's decoding hooks (lm/decoding.py). None on a data-parallel rank other than 0 (rank 0 gathers
+    its share)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
@@ -39,11 +41,29 @@ def evaluate(lm, task, seed: int, max_length: int, metadata: dict | None = None,
         manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
     else:
         manager = builtin_tasks()
-    budget = lm.budget(max_length) if hasattr(lm, "budget") else contextlib.nullcontext()  # scripted test LMs
-    with budget:
+    scripted = not hasattr(lm, "budget")  # the tests' scripted LMs decode nothing
+    with (contextlib.nullcontext() if scripted else lm.budget(max_length)), \
+            (contextlib.nullcontext() if scripted else lm.decoding(hooks)), _bootstrap_in_process():
         return lm_eval.simple_evaluate(model=lm, tasks=[task], task_manager=manager, log_samples=True, limit=limit,
                                        num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
                                        numpy_random_seed=seed, torch_random_seed=seed)
+
+
+@contextlib.contextmanager
+def _bootstrap_in_process():
+    """lm-eval's bootstrapped stderr forks a pool of cpu_count processes for iters // 1000 chunks: one chunk at
+    the 1000 iterations used here, so nothing runs in parallel, and a fork of a process with threads (torch's,
+    a test runner's) can deadlock in the child. Its own switch, DISABLE_MULTIPROC, computes the same chunks
+    with the same seeds in process (the same numbers), for this call only."""
+    saved = os.environ.get("DISABLE_MULTIPROC")
+    os.environ["DISABLE_MULTIPROC"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DISABLE_MULTIPROC", None)
+        else:
+            os.environ["DISABLE_MULTIPROC"] = saved
 
 
 def without_samples(out: dict) -> dict:

@@ -13,11 +13,12 @@ import contextlib
 import copy
 import logging
 import os
-from typing import Callable
 
 import torch
 from lm_eval.models.huggingface import HFLM
-from transformers import StoppingCriteria, StoppingCriteriaList
+from transformers import StoppingCriteriaList
+
+from ccq_eval.lm.decoding import DecodingHooks, PredicateStop, PromptKey, prompt_rows
 
 
 class PromptTooLong(RuntimeError):
@@ -51,6 +52,7 @@ class CCQEvalLM(HFLM):
         # HFLM only sets up data parallelism when it loads the model itself; lm-eval's evaluator
         # splits requests by rank and gathers through the hooks below.
         self._rank, self._world_size = distributed_rank()
+        self._hooks: DecodingHooks | None = None  # set by decoding() for one evaluation
 
     def generate_until(self, requests, disable_tqdm: bool = False):
         log = os.environ.get("CCQ_EVAL_RANK_LOG")  # which rank answered how many requests (tests, debugging)
@@ -58,20 +60,6 @@ class CCQEvalLM(HFLM):
             with open(log, "a") as handle:
                 handle.write(f"{self._rank} {len(requests)}\n")
         return super().generate_until(requests, disable_tqdm=disable_tqdm)
-
-    # --- the answer's NLL from the prefill that starts decoding (S-NIAH) ---------------------------------
-    # Scoring the answer with loglikelihood() costs a second forward over every prompt; here the prompt
-    # minus its last token is run once with the cache on, a copy of the cache teacher-forces the answer,
-    # and generate() continues from the cache. The loglikelihood path stays the reference (and the
-    # fallback for any prompt not seen here); tests compare the two.
-
-    def expect_answers(self, answers: dict[tuple[int, ...], list[int]]) -> None:
-        """Prompt token ids (as generation encodes them) -> answer token ids to score during generation."""
-        self._expected_answers = dict(answers)
-        self.answer_nlls: dict[tuple[int, ...], float] = {}
-
-    def prompt_key(self, prompt: str) -> tuple[int, ...]:
-        return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
 
     @contextlib.contextmanager
     def budget(self, max_length: int):
@@ -84,69 +72,70 @@ class CCQEvalLM(HFLM):
         finally:
             self._max_length = saved
 
-    def _newline_stop(self, generation_kwargs: dict) -> dict:
-        """LongBench's pred.py for samsum: the newline token ends generation like EOS, and the first
-        token may be neither (its min_length = prompt + 1); the newline stays in the output."""
-        if not generation_kwargs.pop("stop_at_newline", False):
-            return generation_kwargs
-        newline = self.tokenizer.encode("\n", add_special_tokens=False)[-1]
-        stops = [t for t in (self.tokenizer.eos_token_id, newline) if t is not None]
-        return {**generation_kwargs, "eos_token_id": stops, "min_new_tokens": 1}
-
-    # --- rows that stop once their output settles the score (S-NIAH) -----------------------------------
-
-    def stop_when(self, predicates: dict[tuple[int, ...], Callable[[str], bool]]) -> None:
-        """Prompt token ids -> a predicate on the decoded continuation: a row stops decoding once it holds
-        (S-NIAH: every needle value is in the output, after which string_match_all cannot change). Rows
-        without one, and every row under other callers, decode to their budget as before."""
-        self._stop_predicates = dict(predicates)
-        self.decode_steps = 0  # generated tokens of the rows that had predicates (benchmarks, tests)
-
     @contextlib.contextmanager
-    def _row_stops(self, context, mask):
-        """lm-eval builds its stopping criteria inside HFLM._model_generate and passes them to generate();
-        ours is appended to that list by wrapping its builder for this call only."""
-        import lm_eval.models.huggingface as hf
-
-        predicates = getattr(self, "_stop_predicates", None) or {}
-        chosen = [predicates.get(r) for r in _prompt_rows(context, mask)]
-        if not any(chosen):
-            yield
-            return
-        original = hf.stop_sequences_criteria
-        criterion = _PredicateStop(self.tokenizer, context.shape[1], chosen, self)
-        hf.stop_sequences_criteria = lambda *args, **kwargs: StoppingCriteriaList([*original(*args, **kwargs), criterion])
+    def decoding(self, hooks: DecodingHooks | None):
+        """The hooks of one evaluation, for the duration of its call only."""
+        saved, self._hooks = self._hooks, hooks
         try:
-            yield
+            yield hooks
         finally:
-            hf.stop_sequences_criteria = original
+            self._hooks = saved
+
+    def prompt_key(self, prompt: str) -> PromptKey:
+        """A prompt's token ids as generation encodes them: the key of its row in DecodingHooks."""
+        return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
+
+    def _eos_strings(self, generation_kwargs: dict) -> dict:
+        """``eos_strings`` (a generation kwarg of a task's YAML): the last token of each string ends generation
+        as EOS does, and the first generated token may not be one (min_new_tokens 1); it stays in the output."""
+        strings = generation_kwargs.pop("eos_strings", None) or []
+        if not strings:
+            return generation_kwargs
+        stops = [self.tokenizer.eos_token_id, *(self.tokenizer.encode(s, add_special_tokens=False)[-1] for s in strings)]
+        return {**generation_kwargs, "eos_token_id": [t for t in stops if t is not None], "min_new_tokens": 1}
 
     def _model_generate(self, context, max_length, stop, **generation_kwargs):
-        with self._row_stops(context, generation_kwargs.get("attention_mask")):
-            return self._generate(context, max_length, stop, **generation_kwargs)
-
-    def _generate(self, context, max_length, stop, **generation_kwargs):
-        generation_kwargs = self._newline_stop(generation_kwargs)
-        expected = getattr(self, "_expected_answers", None)
+        generation_kwargs = self._eos_strings(generation_kwargs)
+        hooks = self._hooks or DecodingHooks()
         mask = generation_kwargs.get("attention_mask")
-        if not expected or mask is None:
-            return super()._model_generate(context, max_length, stop, **generation_kwargs)
-        rows = _prompt_rows(context, mask)
-        if not any(r in expected for r in rows) or int(mask.sum(1).min()) < 2:
-            return super()._model_generate(context, max_length, stop, **generation_kwargs)
-        with torch.no_grad():
-            cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True,
-                               logits_to_keep=1).past_key_values  # only the cache is used
-            self._score_expected(rows, context, mask, copy.deepcopy(cache))
-        return super()._model_generate(context, max_length, stop, past_key_values=cache, **generation_kwargs)
+        rows = prompt_rows(context, mask)
+        predicates = [hooks.stop_when.get(r) for r in rows]
+        extra = [PredicateStop(self.tokenizer, context.shape[1], predicates, hooks)] if any(predicates) else []
+        if mask is not None and any(r in hooks.score_continuations for r in rows) and int(mask.sum(1).min()) >= 2:
+            # the prompt minus its last token runs once with the cache on; a copy of the cache teacher-forces
+            # the continuation, and generate() goes on from the cache (loglikelihood stays the reference)
+            with torch.no_grad():
+                cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True,
+                                   logits_to_keep=1).past_key_values  # only the cache is used
+                self._score_continuations(hooks, rows, context, mask, copy.deepcopy(cache))
+            generation_kwargs["past_key_values"] = cache
+        return self._generate(context, max_length, stop, extra, **generation_kwargs)
 
-    def _score_expected(self, rows, context, mask, cache) -> None:
-        answers = [self._expected_answers.get(r) or [] for r in rows]
-        width = max(len(a) for a in answers)
+    def _generate(self, context, max_length, stop, extra_criteria, **generation_kwargs):
+        """HFLM._model_generate with more stopping criteria: lm-eval builds its list inside that method and
+        offers no way to add to it, so its few lines are followed here rather than its function replaced."""
+        from lm_eval.models.huggingface import stop_sequences_criteria
+
+        generation_kwargs["temperature"] = generation_kwargs.get("temperature", 0.0)
+        do_sample = generation_kwargs.get("do_sample")
+        if generation_kwargs["temperature"] == 0.0 and do_sample is None:
+            generation_kwargs["do_sample"] = do_sample = False
+        if do_sample is False and generation_kwargs["temperature"] == 0.0:
+            generation_kwargs.pop("temperature")
+        criteria = StoppingCriteriaList([*stop_sequences_criteria(self.tokenizer, stop, context.shape[1],
+                                                                  context.shape[0]), *extra_criteria])
+        with torch.autocast(device_type=self.device.type, dtype=self.mixed_precision_dtype,
+                            enabled=self.mixed_precision_dtype is not None):
+            return self.model.generate(input_ids=context, max_length=max_length, stopping_criteria=criteria,
+                                       pad_token_id=self.tokenizer.pad_token_id, use_cache=True, **generation_kwargs)
+
+    def _score_continuations(self, hooks: DecodingHooks, rows, context, mask, cache) -> None:
+        continuations = [hooks.score_continuations.get(r) or [] for r in rows]
+        width = max(len(c) for c in continuations)
         feed = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=context.dtype, device=context.device)
         feed[:, 0] = context[:, -1]
-        for i, answer in enumerate(answers):  # right padding: causal, so it changes no scored position
-            feed[i, 1 : len(answer)] = torch.tensor(answer[:-1], dtype=context.dtype)
+        for i, continuation in enumerate(continuations):  # right padding: causal, so it changes no scored position
+            feed[i, 1 : len(continuation)] = torch.tensor(continuation[:-1], dtype=context.dtype)
         # one token a step, as generate() decodes (fla's attention takes several new tokens with a
         # padded cache only when it is empty)
         step_mask, logits = mask[:, :-1], []
@@ -157,10 +146,10 @@ class CCQEvalLM(HFLM):
             cache = out.past_key_values
             logits.append(out.logits[:, -1])
         logp = torch.log_softmax(torch.stack(logits, dim=1).double(), dim=-1)
-        for i, (row, answer) in enumerate(zip(rows, answers)):
-            if answer:
-                picked = logp[i, torch.arange(len(answer)), torch.tensor(answer)]
-                self.answer_nlls[row] = -float(picked.mean())
+        for i, (row, continuation) in enumerate(zip(rows, continuations)):
+            if continuation:
+                picked = logp[i, torch.arange(len(continuation)), torch.tensor(continuation)]
+                hooks.continuation_nlls[row] = -float(picked.mean())
 
     def all_gather(self, tensor):
         if self._world_size == 1:
@@ -208,28 +197,3 @@ class CCQEvalLM(HFLM):
     @property
     def device(self) -> torch.device:
         return self._device
-
-
-def _prompt_rows(context: torch.Tensor, mask: torch.Tensor | None) -> list[tuple[int, ...]]:
-    """Each row's prompt token ids without its left padding (the keys of expect_answers / stop_when)."""
-    if mask is None:
-        return [tuple(ids.tolist()) for ids in context]
-    return [tuple(ids[m.bool()].tolist()) for ids, m in zip(context, mask)]
-
-
-class _PredicateStop(StoppingCriteria):
-    """Per row: True once the row's predicate holds on its decoded continuation (HF then pads the row)."""
-
-    def __init__(self, tokenizer, prompt_length: int, predicates: list, counter):
-        self.tokenizer, self.prompt_length, self.predicates, self.counter = tokenizer, prompt_length, predicates, counter
-        self.done = [False] * len(predicates)
-
-    def __call__(self, input_ids, scores, **kwargs):
-        for i, predicate in enumerate(self.predicates):
-            if predicate is None or self.done[i]:
-                continue
-            self.counter.decode_steps += 1
-            text = self.tokenizer.decode(input_ids[i, self.prompt_length:], skip_special_tokens=True)
-            self.done[i] = bool(predicate(text))
-        return torch.tensor([d if p is not None else False for d, p in zip(self.done, self.predicates)],
-                            dtype=torch.bool, device=input_ids.device)

@@ -25,7 +25,7 @@ def task_yaml(task: LongBenchTask) -> str:
             "  do_sample: false\n"
             "  temperature: 0.0\n"
             "  until: []\n"
-            + ("  stop_at_newline: true\n" if task.stop_at_newline else "")
+            + ('  eos_strings: ["\\n"]\n' if task.stop_at_newline else "")
             + "metadata:\n"
             f"  version: {task.version}\n")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 
 from ccq_eval.data.cache import stable_hash
+from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
@@ -33,7 +34,6 @@ def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -
 class SniahDriver:
     def __init__(self, plan):
         self.plan = plan
-        self._prompt_keys: dict[int, tuple[int, ...]] = {}  # set per unit by _expect_answers
 
     def check_inputs(self) -> None:
         plan = self.plan
@@ -81,53 +81,49 @@ class SniahDriver:
                                                              key=unit.data_key)
         return records, fingerprint
 
-    def _answer_nll(self, docs: list[dict]) -> list[float | None]:
-        """Per sample, when the LM scores text (scripted test LMs do not): partial retrieval shows here
-        long before exact match moves."""
+    def _decoding_hooks(self, records: list[dict]) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
+        """(this unit's decoding hooks, sample index -> its prompt's key); none for scripted test LMs."""
         from ccq_eval.lm.wrapper import CCQEvalLM
 
-        lm = self.plan.evaluand.lm
+        lm, hooks = self.plan.evaluand.lm, DecodingHooks()
         if not isinstance(lm, CCQEvalLM):
-            return [None] * len(docs)
-        fused = getattr(lm, "answer_nlls", {})  # scored during generation (CCQEvalLM.expect_answers)
-        nlls = [fused.get(self._prompt_keys.get(d["index"])) for d in docs]
+            return hooks, {}
+        keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
+        if FUSED_ANSWER_NLL:
+            tokenizer = self.plan.evaluand.tokenizer
+            hooks.score_continuations = {keys[d["index"]]: tokenizer(" " + d["outputs"][0], add_special_tokens=False)
+                                         ["input_ids"] for d in records}
+        if EARLY_STOP:  # once every needle value is in a row's output, string_match_all is 1 and no later token
+            # can change it (RULER scores containment); the answer prefix is fixed by then too
+            hooks.stop_when = {keys[d["index"]]: functools.partial(all_values_found, values=d["outputs"])
+                               for d in records}
+        return hooks, keys
+
+    def _answer_nlls(self, docs: list[dict], hooks: DecodingHooks, keys: dict) -> tuple[list[float | None], int]:
+        """(per sample: the answer's mean NLL per token, how many came from the decoding prefill), when the LM
+        scores text (scripted test LMs do not): partial retrieval shows here long before exact match moves."""
+        if not keys:
+            return [None] * len(docs), 0
+        nlls = [hooks.continuation_nlls.get(keys.get(d["index"])) for d in docs]
         missing = [i for i, v in enumerate(nlls) if v is None]
-        if missing:
-            slow = mean_answer_nll(lm, self.plan.evaluand.tokenizer,
+        if missing:  # the reference: lm-eval's loglikelihood, for any prompt the prefill did not score
+            slow = mean_answer_nll(self.plan.evaluand.lm, self.plan.evaluand.tokenizer,
                                    [(sniah.prompt_of(docs[i]), docs[i]["outputs"][0]) for i in missing])
             for i, value in zip(missing, slow):
                 nlls[i] = value
-        self.fused_nll_count = len(docs) - len(missing)
-        return nlls
-
-    def _expect_answers(self, records: list[dict]) -> None:
-        from ccq_eval.lm.wrapper import CCQEvalLM
-
-        lm = self.plan.evaluand.lm
-        self._prompt_keys = {}  # sample index -> the prompt's token ids, as generation encodes them
-        if not isinstance(lm, CCQEvalLM):
-            return
-        self._prompt_keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
-        if FUSED_ANSWER_NLL:
-            tokenizer = self.plan.evaluand.tokenizer
-            lm.expect_answers({self._prompt_keys[d["index"]]:
-                               tokenizer(" " + d["outputs"][0], add_special_tokens=False)["input_ids"] for d in records})
-        # a row stops once all of its needle values are in its output: string_match_all is then 1 and no
-        # later token can change it (RULER scores containment); the answer prefix is fixed by then too
-        lm.stop_when({self._prompt_keys[d["index"]]: functools.partial(all_values_found, values=d["outputs"])
-                      for d in records} if EARLY_STOP else {})
+        return nlls, len(docs) - len(missing)
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
         plan = self.plan
         metadata = {"frozen": str(sniah.dataset_path(unit.data_key)), "tokenizer": plan.evaluand.tokenizer_path,
                     "max_seq_lengths": [unit.context_length], "num_samples": plan.samples, "seed": plan.request.seed,
                     "haystack": self.haystack_path or ""}
-        self._expect_answers(records)
-        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata)
+        hooks, keys = self._decoding_hooks(records)
+        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata, hooks=hooks)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         entries = logged_entries(out, unit.task, len(records))
-        nlls = self._answer_nll([entry["doc"] for entry, _ in entries])
+        nlls, from_prefill = self._answer_nlls([entry["doc"] for entry, _ in entries], hooks, keys)
         samples, scores = [], []
         for (entry, score), nll in zip(entries, nlls):
             doc = entry["doc"]
@@ -153,7 +149,7 @@ class SniahDriver:
             metrics.append(plan.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
         extra = {"n_samples": n, "empty_predictions": empty,
                  # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
-                 "answer_nll_from_prefill": getattr(self, "fused_nll_count", 0)}
+                 "answer_nll_from_prefill": from_prefill}
         if empty == n:
             extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,

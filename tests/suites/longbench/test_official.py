@@ -84,7 +84,7 @@ def test_samsum_generation_stops_at_the_newline_token_as_pred_py_does():
     lm = CCQEvalLM(model, tok, max_length=256)
     prompt = "Dialogue: A: hi\nSummary:"
     request = Instance("generate_until", doc={}, idx=0, arguments=(prompt, {
-        "until": [], "max_gen_toks": 12, "do_sample": False, "stop_at_newline": True}))
+        "until": [], "max_gen_toks": 12, "do_sample": False, "eos_strings": ["\n"]}))
     got = lm.generate_until([request], disable_tqdm=True)[0]
     ids = torch.tensor([tok(prompt)["input_ids"]])
     with torch.no_grad():

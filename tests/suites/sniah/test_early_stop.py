@@ -10,6 +10,7 @@ import random
 
 from lm_eval.api.instance import Instance
 
+from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.wrapper import CCQEvalLM
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix, ruler_string_match
 from ccq_eval.models import load_model
@@ -52,12 +53,15 @@ def test_stopping_rows_score_as_full_decoding_in_fewer_steps():
     assert [len(text.encode()) for text in full] == [128] * 3, full  # bytes: one token each
     # needle values that the model's output does contain (as a retrieving model's would), and one it never does
     values = [[full[0][5:9]], [full[1][2:5], full[1][30:33]], ["needle-never-said"]]
-    lm.stop_when({lm.prompt_key(p): functools.partial(all_values_found, values=v) for p, v in zip(prompts, values)})
-    early = generate(lm, prompts)
+    hooks = DecodingHooks(stop_when={lm.prompt_key(p): functools.partial(all_values_found, values=v)
+                                     for p, v in zip(prompts, values)})
+    with lm.decoding(hooks):
+        early = generate(lm, prompts)
+    assert generate(lm, prompts) == full  # the hooks held for that call only
     for text, stopped, v in zip(full, early, values):
         assert text.startswith(stopped)
         assert ruler_string_match(stopped, v) == ruler_string_match(text, v)
         assert answer_prefix(stopped, v[0]) == answer_prefix(text, v[0])
     assert early[0] == first_stop(full[0], values[0]) and early[1] == first_stop(full[1], values[1])
     assert early[2] == full[2]  # never satisfied: decodes to the budget
-    assert lm.decode_steps == len(early[0]) + len(early[1]) + 128 < 3 * 128, lm.decode_steps
+    assert hooks.decode_steps == len(early[0]) + len(early[1]) + 128 < 3 * 128, hooks.decode_steps
