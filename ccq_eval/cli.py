@@ -56,14 +56,37 @@ def _add_store(parser):
                         help=f"SQLite results store (default {DEFAULT_STORE}); raw lm-eval JSON goes to raw/ beside it")
 
 
+def _add_suite_options(run) -> None:
+    """Each suite's own flags, as its registry entry declares them."""
+    from ccq_eval.suites import SUITES
+
+    owner = {}
+    for suite in SUITES.values():
+        for option in suite.options:
+            if option.name in owner:
+                raise RuntimeError(f"suites {owner[option.name]!r} and {suite.name!r} both declare --{option.name}")
+            owner[option.name] = suite.name
+            run.add_argument(f"--{option.name}", dest=f"suite_option_{option.name}", metavar=option.name.upper(),
+                             help=f"{suite.name}: {option.help}")
+
+
+def _suite_options(args) -> dict[str, str]:
+    from ccq_eval.suites import SUITES
+
+    return {o.name: getattr(args, f"suite_option_{o.name}") for s in SUITES.values() for o in s.options
+            if getattr(args, f"suite_option_{o.name}", None) is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from ccq_eval.suites import SUITES
+
     parser = _Parser(prog="ccq-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a suite on a checkpoint and store every number with its provenance")
     run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer), zoo:<name>, "
                      "or ORG/NAME[@REVISION] on the Hugging Face Hub")
-    run.add_argument("--suite", required=True, help="suite to run: lm, sniah, longppl, longbench, or all "
+    run.add_argument("--suite", required=True, help=f"suite to run: {', '.join(SUITES)}, or all "
                                                     "(every suite, one run record)")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
@@ -74,8 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
                                      "plus any CCQ override, e.g. gla-tiny+ccq0.3)")
     _add_store(run)
     run.add_argument("--data-dir", help="local data root (haystack/*.txt|*.jsonl for S-NIAH-2/3)")
-    run.add_argument("--haystack", help="essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder "
-                                        "(default: DATA_DIR/haystack, else the shipped ccq-essays)")
     run.add_argument("--seed", type=_number(int, 0, 2**32 - 1, "numpy's seeds"), default=0, help="seed for data generation and lm-eval (default 0)")
     run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
@@ -89,8 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
     run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
                                                     "(0-based; for job arrays; merge stores with ccq-eval ingest)")
-    run.add_argument("--engine", help="longppl: one-pass (default; one forward per sequence gives every length) "
-                                      "or lm-eval (loglikelihood_rolling per length, the cross-check)")
+    _add_suite_options(run)
 
     runs = sub.add_parser("runs", help="list runs in the store, or delete one")
     _add_store(runs)
@@ -128,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
-    data.add_argument("suite", choices=("longppl", "longbench", "lm"))
+    data.add_argument("suite", choices=[s.name for s in SUITES.values() if s.fetches_data])
     data.add_argument("--corpora", help="comma list of corpora / LongBench keys (default: all)")
     return parser
 
@@ -177,19 +197,16 @@ def _zoo(args) -> int:
 
 def _data(args) -> int:
     from ccq_eval.data.cache import check_cache_root
-    from ccq_eval.suites.lm import data as lm_data
-    from ccq_eval.suites.longbench import data as longbench
-    from ccq_eval.suites.longbench.tasks import TASKS
-    from ccq_eval.suites.longppl import corpora
+    from ccq_eval.suites import get_suite
 
-    module, known = {"longppl": (corpora, corpora.CORPORA), "longbench": (longbench, TASKS),
-                     "lm": (lm_data, lm_data.METRICS)}[args.suite]
+    suite = get_suite(args.suite)
+    known = suite.fetchable()
     corpora = args.corpora.split(",") if args.corpora else None
     unknown = [c for c in corpora or [] if c not in known]
     if unknown:
         raise BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
     check_cache_root()
-    for done in module.fetch(corpora):
+    for done in suite.fetch(corpora):
         print(f"fetched {done}")
     return 0
 
@@ -207,10 +224,10 @@ def _run(args) -> int:
 
     request = RunRequest(
         model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
-        label=args.label, store=args.store, data_dir=args.data_dir, haystack=args.haystack, seed=args.seed,
+        label=args.label, store=args.store, data_dir=args.data_dir, seed=args.seed,
         device=args.device, dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
-        engine=args.engine, shard=args.shard)
+        options=_suite_options(args), shard=args.shard)
     return run_suite(request)
 
 

@@ -20,7 +20,6 @@ class RunRequest:
     label: str | None = None
     store: str = "results/ccq.db"
     data_dir: str | None = None
-    haystack: str | None = None
     seed: int = 0
     device: str = "auto"
     dtype: str | None = None
@@ -30,7 +29,7 @@ class RunRequest:
     allow_pickle: bool = False
     ccq_lambda: float | None = None
     ccq_sigma_scale: str | None = None
-    engine: str | None = None  # longppl: one-pass (default) or lm-eval
+    options: dict[str, str] = field(default_factory=dict)  # the flags only one suite reads (Suite.options)
     shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 

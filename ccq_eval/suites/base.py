@@ -38,6 +38,23 @@ class Driver(Protocol):
 
 
 @dataclass(frozen=True)
+class SuiteOption:
+    """A flag only this suite reads: ``--<name>`` on `ccq-eval run`; its value is ``request.options[name]``."""
+
+    name: str
+    help: str
+
+
+@dataclass(frozen=True)
+class SeedMetric:
+    """A metric the cross-suite seeds table shows (mean ± sd over a model's seeds)."""
+
+    metric: str
+    column_suffix: str
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
 class Suite(ABC):
     name: str
     tasks: tuple[str, ...]  # task ids, as stored in the store and named in tasks/
@@ -46,6 +63,9 @@ class Suite(ABC):
     display: dict[str, str] = field(default_factory=dict)  # task id -> the paper's abbreviation
     fixed_lengths: bool = False  # the suite ignores --lengths (lm: lm-eval's own window)
     extra_tasks: tuple[str, ...] = ()  # accepted by --tasks, not run by default (not the paper's)
+    options: tuple[SuiteOption, ...] = ()  # flags of `ccq-eval run` that only this suite reads
+    seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
+    fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
@@ -65,6 +85,14 @@ class Suite(ABC):
     def figures(self) -> dict[str, Callable]:
         """figure name -> draw(store) -> matplotlib Figure | None"""
         return {}
+
+    def fetchable(self) -> tuple[str, ...]:
+        """What `ccq-eval data fetch <suite> --corpora` accepts (every one by default)."""
+        return ()
+
+    def fetch(self, names: list[str] | None) -> Iterator[str]:
+        """Downloads ``names`` (None: every one) into the data cache; yields each name as it is frozen."""
+        raise SuiteError(f"suite {self.name!r} has no data to fetch")
 
 
 _LENGTH = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")

@@ -11,9 +11,9 @@ from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
 
 SEED_SUFFIX = r"-s\d+$"
-# (suite, metric) -> (column suffix, higher is better)
-SEED_METRICS = {("sniah", "score"): ("acc", True), ("sniah", "answer_nll"): ("answer NLL", False),
-                ("longppl", "perplexity"): ("ppl", False)}
+# (suite, metric) -> (column suffix, higher is better), as each suite declares
+SEED_METRICS = {(suite.name, m.metric): (m.column_suffix, m.higher_is_better)
+                for suite in SUITES.values() for m in suite.seed_metrics}
 
 
 def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

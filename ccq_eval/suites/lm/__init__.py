@@ -20,6 +20,16 @@ class LmSuite(Suite):
 
         return {"lm": tables.lm_table}
 
+    def fetchable(self):
+        from ccq_eval.suites.lm.data import METRICS
+
+        return tuple(METRICS)
+
+    def fetch(self, names):
+        from ccq_eval.suites.lm.data import fetch
+
+        return fetch(names)
+
 
 SUITE = LmSuite(
     name="lm",
@@ -31,4 +41,5 @@ SUITE = LmSuite(
              "winogrande": "Wino", "arc_easy": "ARC-e", "arc_challenge": "ARC-c", "social_iqa": "SIQA",
              "boolq": "BoolQ"},
     fixed_lengths=True,
+    fetches_data=True,
 )

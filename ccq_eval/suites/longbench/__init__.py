@@ -22,6 +22,16 @@ class LongBenchSuite(Suite):
 
         return {"longbench": tables.score_table}
 
+    def fetchable(self):
+        from ccq_eval.suites.longbench.tasks import TASKS
+
+        return tuple(TASKS)
+
+    def fetch(self, names):
+        from ccq_eval.suites.longbench.data import fetch
+
+        return fetch(names)
+
 
 SUITE = LongBenchSuite(
     name="longbench",
@@ -35,4 +45,5 @@ SUITE = LongBenchSuite(
         ("2wikimqa", "2WM"), ("musique", "Mus"), ("gov_report", "GvR"), ("qmsum", "QMS"),
         ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
         ("repobench-p", "RBP"))},
+    fetches_data=True,
 )

@@ -7,7 +7,7 @@ its intervals and the extrapolation curves). Importing this module imports none 
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import Suite
+from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
 
 
 class LongpplSuite(Suite):
@@ -26,6 +26,16 @@ class LongpplSuite(Suite):
 
         return {"longppl": tables.curves_figure}
 
+    def fetchable(self):
+        from ccq_eval.suites.longppl.corpora import CORPORA
+
+        return tuple(CORPORA)
+
+    def fetch(self, names):
+        from ccq_eval.suites.longppl.corpora import fetch
+
+        return fetch(names)
+
 
 SUITE = LongpplSuite(
     name="longppl",
@@ -37,4 +47,8 @@ SUITE = LongpplSuite(
              "longppl_essays": "Essays (seen)", "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
     # corpora every Python installation carries (corpora.SHIPPED): the offline demo's
     extra_tasks=("longppl_essays", "longppl_pydocs", "longppl_pycode"),
+    options=(SuiteOption("engine", "one-pass (default; one forward per sequence gives every length) or lm-eval "
+                                   "(loglikelihood_rolling per length, the cross-check)"),),
+    seed_metrics=(SeedMetric("perplexity", "ppl", False),),
+    fetches_data=True,
 )

@@ -26,7 +26,7 @@ class LongpplDriver:
 
     def check_inputs(self) -> None:
         plan = self.plan
-        engine = plan.request.engine or "one-pass"
+        engine = plan.request.options.get("engine") or "one-pass"
         if engine not in ENGINES:
             raise longppl.CorpusError(f"--engine {engine!r}: unknown; use one of {', '.join(ENGINES)}")
         self.engine = engine

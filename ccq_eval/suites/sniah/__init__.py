@@ -8,7 +8,7 @@ imports none of them.
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import Suite
+from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
 
 
 class SniahSuite(Suite):
@@ -34,4 +34,7 @@ SUITE = SniahSuite(
     default_lengths=(1024, 2048, 4096, 8192),
     default_samples=500,
     display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
+    options=(SuiteOption("haystack", "essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder (default: "
+                                     "DATA_DIR/haystack, else the shipped ccq-essays)"),),
+    seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answer NLL", False)),
 )

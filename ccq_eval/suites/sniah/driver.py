@@ -37,7 +37,7 @@ class SniahDriver:
 
     def check_inputs(self) -> None:
         plan = self.plan
-        self.haystack_path = resolve_haystack_path(plan.request.haystack, plan.request.data_dir)
+        self.haystack_path = resolve_haystack_path(plan.request.options.get("haystack"), plan.request.data_dir)
         needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in plan.tasks)
         self.haystack = load_haystack(self.haystack_path) if needs_essays else None
 

@@ -1,0 +1,141 @@
+"""Adding a suite is one folder and one registry line: a copy of the package gains suites/toy/ (a suite with
+a flag of its own, a driver that reads the model, a table) and the line "toy" in the registry, nothing else,
+and the CLI runs it on a real checkpoint, stores its units, lists it in --help, and renders its table."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import save_checkpoint, tiny_model
+
+REPO = Path(__file__).resolve().parent.parent
+
+TOY_SUITE = '''"""A throwaway suite: the mean NLL of a fixed text's first L tokens, scaled by its own flag."""
+
+from ccq_eval.suites.base import Suite, SuiteOption
+
+
+class ToySuite(Suite):
+    def driver(self, plan):
+        from ccq_eval.suites.toy.driver import ToyDriver
+
+        return ToyDriver(plan)
+
+    def tables(self):
+        from ccq_eval.suites.toy.tables import toy_table
+
+        return {"toy": toy_table}
+
+
+SUITE = ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(32, 64), default_samples=1,
+                 display={"toy_a": "A", "toy_b": "B"}, options=(SuiteOption("toy-scale", "multiplies the score"),))
+'''
+
+TOY_DRIVER = '''import torch
+
+from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+
+TEXT = "the quick brown fox jumps over the lazy dog " * 8
+
+
+class ToyDriver:
+    def __init__(self, plan):
+        self.plan = plan
+
+    def check_inputs(self):
+        pass
+
+    def max_length(self):
+        return max(self.plan.lengths)
+
+    def check_with_tokenizer(self):
+        pass
+
+    def unit_settings(self, task, length):
+        return {"scale": self.plan.request.options.get("toy-scale", "1")}, {"text": TEXT, "task": task}
+
+    def run_units(self, units):
+        def outcome(unit):
+            model, tokenizer = self.plan.evaluand.lm.model, self.plan.evaluand.tokenizer
+            ids = torch.tensor([tokenizer(TEXT)["input_ids"][: unit.context_length]])
+            with torch.no_grad():
+                nll = float(torch.nn.functional.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:]))
+            scale = float(self.plan.request.options.get("toy-scale", "1")) * (2 if unit.task == "toy_b" else 1)
+            return UnitOutcome("complete", metrics=[self.plan.metric("score", nll * scale, is_primary=True)])
+
+        return evaluate_each(units, outcome)
+'''
+
+TOY_TABLES = '''from ccq_eval.report.table import Table
+
+
+def toy_table(suite, frame, store, options):
+    rows = frame[frame.suite == "toy"] if not frame.empty else frame
+    if rows.empty:
+        return Table(values=rows, caption="toy")
+    rows = rows.assign(column=[f"{suite.display[t]} {L}" for t, L in zip(rows.task, rows.context_length)])
+    return Table(values=rows.pivot(index="label", columns="column", values="value"), caption="toy NLL", digits=4,
+                 higher_is_better=lambda column: False)
+'''
+
+
+def add_toy_suite(package: Path) -> None:
+    folder = package / "suites" / "toy"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(TOY_SUITE)
+    (folder / "driver.py").write_text(TOY_DRIVER)
+    (folder / "tables.py").write_text(TOY_TABLES)
+    registry = package / "suites" / "__init__.py"
+    lines = registry.read_text().splitlines(keepends=True)
+    at = lines.index('    "longbench",\n') + 1  # the one line
+    registry.write_text("".join(lines[:at] + ['    "toy",\n'] + lines[at:]))
+
+
+@pytest.mark.e2e
+def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
+    root = tmp_path / "site"
+    package = root / "ccq_eval"
+    shutil.copytree(REPO / "ccq_eval", package, ignore=shutil.ignore_patterns("__pycache__", "zoo"))
+    shutil.copytree(REPO / "tasks", package / "tasks", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "results" / "reference", package / "reference")
+    before = {p.relative_to(package) for p in package.rglob("*") if p.is_file()}
+    add_toy_suite(package)
+    added = {p.relative_to(package) for p in package.rglob("*") if p.is_file()} - before
+    assert added == {Path("suites/toy") / n for n in ("__init__.py", "driver.py", "tables.py")}
+
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
+    env = {**os.environ, "PYTHONPATH": str(root), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
+    store, out = tmp_path / "s.db", tmp_path / "tables"
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "ccq_eval", *args], env=env, capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300)
+
+    shown = cli("run", "--help")
+    text = " ".join(shown.stdout.split())  # argparse wraps at the terminal's width
+    assert shown.returncode == 0 and "--toy-scale TOY-SCALE toy: multiplies the score" in text
+    assert "suite to run: lm, sniah, longppl, longbench, toy, or all" in text
+    ran = cli("--model", str(model), "--suite", "toy", "--toy-scale", "3", "--store", str(store), "--device", "cpu")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    rows = sqlite3.connect(store).execute(
+        "SELECT u.task, u.context_length, m.value FROM units u JOIN metrics m ON m.unit_id = u.id "
+        "WHERE u.status = 'complete' ORDER BY u.task, u.context_length").fetchall()
+    assert [(t, L) for t, L, _ in rows] == [("toy_a", 32), ("toy_a", 64), ("toy_b", 32), ("toy_b", 64)]
+    values = {(t, L): v for t, L, v in rows}
+    assert values[("toy_b", 32)] == pytest.approx(2 * values[("toy_a", 32)]) and values[("toy_a", 32)] > 3
+    rerun = cli("--model", str(model), "--suite", "toy", "--toy-scale", "3", "--store", str(store), "--device", "cpu")
+    assert rerun.returncode == 0 and "all 4 units already complete" in rerun.stdout
+    table = cli("tables", "--table", "toy", "--store", str(store), "--out", str(out))
+    assert table.returncode == 0, table.stderr[-2000:]
+    md = (out / "toy.md").read_text()
+    assert "A 32" in md and "B 64" in md and f"{values[('toy_a', 64)]:.4f}" in md
+    assert sorted(p.name for p in out.iterdir()) == ["toy.csv", "toy.md", "toy.tex"]
