@@ -9,7 +9,7 @@ Served on 127.0.0.1 from the test process; point ``HF_ENDPOINT`` at ``mirror.url
 - ``GET /cdn/{sha256}``: the LFS content, with ``Range`` support;
 - errors with the hub's ``X-Error-Code`` header (RepoNotFound, RevisionNotFound, EntryNotFound).
 Faults for the tests: ``corrupt`` (serve other bytes of the same length), ``cut`` (close the connection
-half-way through the body), ``down`` (answer 503 to everything).
+half-way through the body), ``down`` (answer 503 to everything), ``html`` (a 200 HTML page for everything).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class HubMirror:
         self.corrupt: set[str] = set()  # file paths whose CDN bytes are altered
         self.cut: set[str] = set()  # file paths whose CDN body stops half-way
         self.down = False
+        self.html = False  # answer every request with a 200 HTML page (a captive portal, a misconfigured proxy)
         self.requests: list[tuple[str, str]] = []
         mirror = self
 
@@ -124,6 +125,9 @@ class HubMirror:
         self.requests.append((handler.command, url.path))
         if self.down:
             return self._send(handler, 503, b"down", send_body=body)
+        if self.html:
+            return self._send(handler, 200, b"<!doctype html><html><body>Sign in to continue</body></html>",
+                              {"Content-Type": "text/html"}, send_body=body)
         if parts[:1] == ["cdn"] and len(parts) == 2:
             return self._cdn(handler, parts[1], body)
         if parts[:1] == ["api"] and len(parts) >= 2:

@@ -177,9 +177,15 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
         raise HubError(f"{what} {at}: the hub answered {_first_line(exc)}; retry later") from exc
     except HubError:
         raise
+    except (ValueError, KeyError, TypeError) as exc:  # JSON that is not JSON, or not the hub API's
+        raise HubError(f"{what} {at}: {endpoint()} answered with something other than the hub API's answer "
+                       f"({exc.__class__.__name__}); check HF_ENDPOINT and any proxy in between") from exc
     except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names
         if _timed_out(exc):
             raise HubError(_timeout_message(what, at)) from exc
+        if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and exc.filename:
+            raise HubError(f"{what} {at}: the HF cache cannot be written at {exc.filename!r} ({exc.strerror}); set "
+                           "HF_HOME (or HF_HUB_CACHE) to a writable folder") from exc
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11", "ssl", "socket") \
                 or isinstance(exc, (ConnectionError, TimeoutError)):
             raise HubError(f"{what} {at}: the download from {endpoint()} failed ({_first_line(exc)}); nothing was "

@@ -149,6 +149,26 @@ def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
     raise ModelLoadError(f"model {str(path)!r}: no weights (model.safetensors); save the model with save_pretrained")
 
 
+PROBE_TEXT = "The special magic number for quiet-river is 4417."
+
+
+def check_tokenizer(tokenizer, where: str) -> None:
+    """What every suite's length fitting relies on, refused up front in one line: text becomes tokens (a
+    tokenizer that encodes everything to nothing would make every length search run forever), and there is
+    a BOS or EOS token (each scored sequence starts with one; batches pad with EOS when there is no PAD)."""
+    try:
+        ids = tokenizer(PROBE_TEXT, add_special_tokens=False)["input_ids"]
+    except Exception as exc:  # noqa: BLE001 - a broken tokenizer raises anything
+        raise ModelLoadError(f"model {where!r}: the tokenizer cannot encode text ({exc.__class__.__name__}); save a "
+                             "working tokenizer with the checkpoint") from exc
+    if len(ids) == 0:
+        raise ModelLoadError(f"model {where!r}: the tokenizer encodes text to no tokens; save the tokenizer the "
+                             "model was trained with")
+    if tokenizer.bos_token_id is None and tokenizer.eos_token_id is None:
+        raise ModelLoadError(f"model {where!r}: the tokenizer has neither a BOS nor an EOS token; set eos_token in "
+                             "tokenizer_config.json (scored sequences start with one, batches pad with it)")
+
+
 def weights_sha256(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for file in files:
@@ -318,6 +338,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     if vocab is not None and len(tokenizer) > vocab:
         raise ModelLoadError(f"model {str(path)!r}: the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
                              f"is {vocab}; save the tokenizer the model was trained with")
+    check_tokenizer(tokenizer, str(path))
     model = model.to(target).eval()
     provenance = {
         "model_spec": spec,

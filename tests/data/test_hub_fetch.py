@@ -407,3 +407,19 @@ def test_a_bad_hub_timeout_is_refused_naming_the_variable(monkeypatch, value):
         hub_timeout_s()
     monkeypatch.setenv("CCQ_EVAL_HUB_TIMEOUT", "2.5")
     assert hub_timeout_s() == 2.5
+
+
+def test_a_hub_that_answers_html_is_one_line(env, mirror, tmp_path):
+    """A captive portal or a proxy answering 200 with an HTML page, for the API and for files."""
+    mirror.html = True
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "qasper"), "tau/scrolls")
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "pg19"), "emozilla/pg19")
+    one_line_error(cli(env, "--model", "ccq-test/gla-tiny", "--suite", "sniah", "--lengths", "1k", "--store",
+                       str(tmp_path / "s.db")), "ccq-test/gla-tiny")
+    assert cached_files(env, "longppl") == [] and not (tmp_path / "s.db").exists()
+
+
+def test_an_hf_home_that_is_a_file_is_one_line(env, mirror, tmp_path):
+    (tmp_path / "hf-file").write_text("not a folder")
+    one_line_error(cli({**env, "HF_HOME": str(tmp_path / "hf-file")}, "data", "fetch", "longppl", "--corpora", "pg19"),
+                   "the HF cache cannot be written", "HF_HOME")

@@ -35,6 +35,16 @@ def _variant(good, tmp, how):
         (folder / "config.json").write_text(json.dumps(cfg))
         model = tiny_model("gla", vocab_size=100)
         model.save_pretrained(folder)
+    elif how == "silent_tokenizer":  # every character normalised away: every text is zero tokens
+        from tokenizers import Regex, normalizers
+
+        tok = byte_tokenizer()
+        tok.backend_tokenizer.normalizer = normalizers.Replace(Regex(r"[\s\S]"), "")
+        tok.save_pretrained(folder)
+    elif how == "no_bos_or_eos":
+        tok = byte_tokenizer()
+        tok.bos_token = tok.eos_token = None
+        tok.save_pretrained(folder)
     elif how == "absent":
         shutil.rmtree(folder)
     return folder
@@ -69,6 +79,8 @@ CASES = [
     ("unknown model_type", ["unknown_type"], [], "unknown model_type 'rwkv99': neither fla nor transformers", 2),
     ("pickle-only weights", ["pickle_only"], [], "weights are pickle", 2),
     ("tokenizer larger than the vocabulary", ["big_tokenizer"], [], "the tokenizer has 260 tokens but the model's vocabulary is 100", 2),
+    ("tokenizer that encodes text to nothing", ["silent_tokenizer"], [], "the tokenizer encodes text to no tokens", 2),
+    ("tokenizer without BOS or EOS", ["no_bos_or_eos"], [], "the tokenizer has neither a BOS nor an EOS token", 2),
     ("corpus without a text field", ["data:wrong_fields"], ["--suite", "longppl", "--tasks", "pg19"], "has no string field 'text'", 2),
     ("corpus with non-UTF-8 bytes", ["data:non_utf8"], ["--suite", "longppl", "--tasks", "pg19"], "is not UTF-8", 2),
     ("empty corpus", ["data:empty_corpus"], ["--suite", "longppl", "--tasks", "pg19", "--lengths", "256"], "no document of 256 tokens", 2),

@@ -167,6 +167,9 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
                          f"{TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
     low, high = 0, 1
     while fits(high, key, value, placement)[0]:
+        if high > budget:  # more haystack units than budget tokens still fit: the tokenizer makes no progress
+            raise SniahError(f"length {length}: {high} haystack units encode to at most {budget} tokens; the "
+                             "tokenizer drops the haystack's text, so no length can be filled")
         low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2

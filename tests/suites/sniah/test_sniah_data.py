@@ -176,3 +176,16 @@ def test_the_documented_limit_of_the_untrained_splitter():
     assert split_sentences("Mr. Smith moved to Washington, D.C. in 1990. He liked it.") == [
         "Mr.", "Smith moved to Washington, D.C.", "in 1990.", "He liked it."]
     assert split_sentences("The grass is green. The sky is blue.") == ["The grass is green.", "The sky is blue."]
+
+
+def test_a_tokenizer_that_drops_the_haystack_is_refused_not_searched_forever():
+    """The haystack search doubles its unit count while the prompt fits: a tokenizer that encodes the filler
+    to nothing would let it double forever."""
+    from tokenizers import Regex, normalizers
+
+    from ccq_eval.byte_tokenizer import byte_tokenizer
+
+    digits_only = byte_tokenizer()
+    digits_only.backend_tokenizer.normalizer = normalizers.Replace(Regex(r"[^0-9]"), "")
+    with pytest.raises(sniah.SniahError, match="the tokenizer drops the haystack's text"):
+        sniah.generate("sniah_1", digits_only, 1024, 2, seed=0, haystack=None)
