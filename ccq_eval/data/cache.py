@@ -81,16 +81,6 @@ def freeze(path: Path, records: list[dict], key: dict) -> str:
     return digest
 
 
-def read_frozen(path: str | Path, what: str) -> list[dict]:
-    """The records a driver froze, for the lm-eval plugin that reads them by path: a missing or
-    altered file is an error (the plugin never rebuilds what the driver made)."""
-    cached = load_frozen(Path(path))
-    if cached is None:
-        raise ValueError(f"{what}: the frozen dataset {str(path)!r} is missing or altered; rerun through ccq-eval, "
-                         "which rebuilds it")
-    return cached[0]
-
-
 def load_or_build(path: Path, key: dict, build: Callable[[], list[dict]]) -> tuple[list[dict], str, bool]:
     """(records, content hash, reused?) — built once per key, then read back from the cache."""
     cached = load_frozen(path)

@@ -1,8 +1,9 @@
-"""The one call into lm-eval every suite makes: ``simple_evaluate`` with our TaskManager.
+"""The one call into lm-eval every suite makes: ``simple_evaluate`` on one task config dict.
 
-Our plugins (tasks/, installed as ccq_eval.tasks) get their metadata through the TaskManager:
-lm-eval merges model_args into task metadata only when it builds the TaskManager itself. lm-eval's
-own tasks (the lm suite) go through its default TaskManager, as config dicts.
+A suite hands lm-eval its data in process: the config of one of our plugins (tasks/, installed as
+ccq_eval.tasks; the same files stock lm-eval users point --include_path at) with a ``custom_dataset`` that
+returns the records the suite built. Nothing goes out through a file path in metadata and comes back. lm-eval's
+own tasks (the lm suite) are config dicts too, from lm-eval's own YAMLs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,30 @@ TASKS_DIR = Path(str(importlib.resources.files("ccq_eval.tasks")))
 
 
 @lru_cache(maxsize=1)
+def plugin_tasks():
+    """The index of our plugins (tasks/)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+
+
+@lru_cache(maxsize=None)
+def plugin_config(task: str) -> dict:
+    """One of our plugins' config as lm-eval reads it (includes and !function tags resolved)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return load_yaml(plugin_tasks().task_index[task].yaml_path, resolve_func=True)
+
+
+def with_records(config: dict, records: list[dict]) -> dict:
+    """The config with these records as its dataset (its test split), handed to lm-eval in process."""
+    import datasets
+
+    dataset = datasets.Dataset.from_list(records)
+    return {**config, "custom_dataset": lambda **_: {config.get("test_split", "test"): dataset}}
+
+
+@lru_cache(maxsize=1)
 def builtin_tasks():
     """lm-eval's own task index (the lm suite's tasks)."""
     from lm_eval.tasks import TaskManager
@@ -26,25 +51,21 @@ def builtin_tasks():
     return TaskManager()
 
 
-def evaluate(lm, task, seed: int, max_length: int, metadata: dict | None = None, limit: int | None = None,
-             num_fewshot: int | None = None, bootstrap_iters: int = 0, hooks=None) -> dict | None:
-    """simple_evaluate on one task: a name of our plugins (with ``metadata``), or a config dict of one
-    of lm-eval's own tasks, under the context budget ``max_length`` (what the unit records), with this
+def evaluate(lm, config: dict, seed: int, max_length: int, limit: int | None = None, num_fewshot: int | None = None,
+             bootstrap_iters: int = 0, hooks=None) -> dict | None:
+    """simple_evaluate on one task config dict (``with_records(plugin_config(task), records)``, or one of
+    lm-eval's own tasks), under the context budget ``max_length`` (what the unit records), with this
     evaluation's decoding hooks (lm/decoding.py). None on a data-parallel rank other than 0 (rank 0 gathers
     its share)."""
     import lm_eval
-    from lm_eval.tasks import TaskManager
 
     for name in ("lm_eval", "lm_eval.api.task", "lm_eval.evaluator"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    if isinstance(task, str):
-        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-    else:
-        manager = builtin_tasks()
+    manager = plugin_tasks() if config.get("task") in plugin_tasks().task_index else builtin_tasks()
     scripted = not hasattr(lm, "budget")  # the tests' scripted LMs decode nothing
     with (contextlib.nullcontext() if scripted else lm.budget(max_length)), \
             (contextlib.nullcontext() if scripted else lm.decoding(hooks)), _bootstrap_in_process():
-        return lm_eval.simple_evaluate(model=lm, tasks=[task], task_manager=manager, log_samples=True, limit=limit,
+        return lm_eval.simple_evaluate(model=lm, tasks=[config], task_manager=manager, log_samples=True, limit=limit,
                                        num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
                                        numpy_random_seed=seed, torch_random_seed=seed)
 

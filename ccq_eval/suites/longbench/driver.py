@@ -6,7 +6,7 @@ and the plugin reads the frozen file."""
 from __future__ import annotations
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.longbench import data as longbench
 from ccq_eval.suites.longbench.tasks import TASKS
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
@@ -55,10 +55,8 @@ class LongBenchDriver:
         frozen = longbench.prompts_path(prompts_key)
         docs, fingerprint, _ = load_or_build(frozen, prompts_key, lambda: longbench.build(
             key, self.records[key], plan.evaluand.tokenizer, unit.context_length, plan.samples)[0])
-        metadata = {"frozen": str(frozen), "tokenizer": plan.evaluand.tokenizer_path,
-                    "max_seq_lengths": [unit.context_length], "num_samples": plan.samples or 0,
-                    "data_dir": plan.request.data_dir or ""}
-        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata)
+        out = evaluate(plan.evaluand.lm, with_records(plugin_config(unit.task), docs), plan.request.seed,
+                       unit.context_length)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         samples, scores = [], []

@@ -1,20 +1,17 @@
-"""What the longbench task plugins call: the prompts the driver built (middle-truncated once) and
-froze, read by path; run through lm-eval alone (no ``frozen`` metadata), built from the metadata."""
+"""What the longbench task plugins call when stock lm-eval runs them: the prompts built (middle-truncated
+once) from the task metadata. Under ccq-eval the driver hands lm-eval the prompts it built in process."""
 
 from __future__ import annotations
 
 import datasets
 
-from ccq_eval.data.cache import read_frozen
 from ccq_eval.data.tokenizers import load_tokenizer
 from ccq_eval.suites.longbench import data
 
 
-def dataset(longbench_key: str, frozen: str | None = None, tokenizer: str | None = None, max_seq_lengths=None,
-            num_samples=None, data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
+def dataset(longbench_key: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
+            data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
     """``longbench_key`` comes from the task YAML's dataset_kwargs, the rest from the metadata."""
-    if frozen:
-        return {"test": datasets.Dataset.from_list(read_frozen(frozen, f"longbench_{longbench_key}"))}
     if not tokenizer or not max_seq_lengths:
         raise ValueError(f"longbench_{longbench_key}: needs metadata 'tokenizer' and 'max_seq_lengths' "
                          "(run it through ccq-eval)")

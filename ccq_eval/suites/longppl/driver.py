@@ -6,7 +6,7 @@ tasks/longppl plugins (the cross-check; it evaluates every length separately).""
 from __future__ import annotations
 
 from ccq_eval.data.cache import load_or_build, stable_hash
-from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
 from ccq_eval.suites.outcomes import UnitOutcome, failure, mean_and_stderr
@@ -88,14 +88,11 @@ class LongpplDriver:
         plan = self.plan
         results = []
         selection = self.selections[task]
-        for unit in units:  # each length's documents built once, frozen, read by the plugin
+        for unit in units:  # each length's documents built once, frozen, handed to lm-eval in process
             key = longppl.lm_eval_docs_key(selection, unit.context_length)
-            frozen = longppl.lm_eval_docs_path(key)
-            load_or_build(frozen, key, lambda: longppl.lm_eval_docs(selection, plan.evaluand.tokenizer, unit.context_length))
-            metadata = {"frozen": str(frozen), "tokenizer": plan.evaluand.tokenizer_path,
-                        "max_seq_lengths": [unit.context_length], "num_samples": plan.samples, "l_max": self.l_max,
-                        "data_dir": plan.request.data_dir or ""}
-            out = evaluate(plan.evaluand.lm, task, plan.request.seed, self.l_max, metadata)
+            docs = load_or_build(longppl.lm_eval_docs_path(key), key, lambda: longppl.lm_eval_docs(
+                selection, plan.evaluand.tokenizer, unit.context_length))[0]
+            out = evaluate(plan.evaluand.lm, with_records(plugin_config(task), docs), plan.request.seed, self.l_max)
             if out is None:  # a data-parallel rank other than 0
                 continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])

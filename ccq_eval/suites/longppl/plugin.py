@@ -1,5 +1,6 @@
-"""What the longppl task plugins call (the lm-eval cross-check): the driver's frozen documents, or,
-run through lm-eval alone (no ``frozen`` metadata), the same selection built from the metadata."""
+"""What the longppl task plugins call when stock lm-eval runs them: the selection built from the task
+metadata; and the per-document scoring and pooling, which ccq-eval's lm-eval engine (the cross-check) uses too.
+Under ccq-eval the driver hands lm-eval the documents it built in process."""
 
 from __future__ import annotations
 
@@ -7,16 +8,12 @@ import math
 
 import datasets
 
-from ccq_eval.data.cache import read_frozen
 from ccq_eval.data.tokenizers import load_tokenizer
 from ccq_eval.suites.longppl import corpora
 
 
-def dataset_for_corpus(corpus: str, frozen: str | None = None, tokenizer: str | None = None, max_seq_lengths=None,
-                       num_samples=None, l_max: int | None = None, data_dir: str = "",
-                       **_) -> dict[str, datasets.Dataset]:
-    if frozen:
-        return {"test": datasets.Dataset.from_list(read_frozen(frozen, f"longppl_{corpus}"))}
+def dataset_for_corpus(corpus: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
+                       l_max: int | None = None, data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
     if not tokenizer or not max_seq_lengths or not l_max:
         raise ValueError(f"longppl_{corpus}: needs metadata 'tokenizer', 'max_seq_lengths' and 'l_max' (run it through ccq-eval)")
     tok = load_tokenizer(tokenizer)

@@ -8,7 +8,7 @@ import functools
 
 from ccq_eval.data.cache import stable_hash
 from ccq_eval.lm.decoding import DecodingHooks
-from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
 from ccq_eval.suites.sniah import data as sniah
@@ -115,11 +115,9 @@ class SniahDriver:
 
     def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
         plan = self.plan
-        metadata = {"frozen": str(sniah.dataset_path(unit.data_key)), "tokenizer": plan.evaluand.tokenizer_path,
-                    "max_seq_lengths": [unit.context_length], "num_samples": plan.samples, "seed": plan.request.seed,
-                    "haystack": self.haystack_path or ""}
         hooks, keys = self._decoding_hooks(records)
-        out = evaluate(plan.evaluand.lm, unit.task, plan.request.seed, unit.context_length, metadata, hooks=hooks)
+        out = evaluate(plan.evaluand.lm, with_records(plugin_config(unit.task), records), plan.request.seed,
+                       unit.context_length, hooks=hooks)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         entries = logged_entries(out, unit.task, len(records))

@@ -1,25 +1,19 @@
-"""What the sniah task plugins call: the frozen dataset the driver built, as HF datasets.
-
-Under ccq-eval the metadata names the frozen file (``frozen``) and it is read as it is: nothing is
-rebuilt or re-tokenized. Run through lm-eval alone (no ``frozen``), the data is built from the
-other metadata keys (or read back from the cache where an earlier run froze it).
+"""What the sniah task plugins call when stock lm-eval runs them (``--include_path``): the data built from the
+task metadata, or read back from the cache where an earlier run froze it. Under ccq-eval the driver hands
+lm-eval the records it built in process, and this is not called.
 """
 
 from __future__ import annotations
 
 import datasets
 
-from ccq_eval.data.cache import read_frozen
 from ccq_eval.data.tokenizers import load_tokenizer
 from ccq_eval.suites.sniah.data import VARIANTS, load_or_generate
 from ccq_eval.suites.sniah.haystack import load_haystack
 
 
-def dataset_for_task(task: str, frozen: str | None = None, tokenizer: str | None = None, max_seq_lengths=None,
-                     num_samples: int = 500, seed: int = 0, haystack: str | None = None,
-                     **_) -> dict[str, datasets.Dataset]:
-    if frozen:
-        return {"test": datasets.Dataset.from_list(read_frozen(frozen, task))}
+def dataset_for_task(task: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples: int = 500,
+                     seed: int = 0, haystack: str | None = None, **_) -> dict[str, datasets.Dataset]:
     if not tokenizer or not max_seq_lengths:
         raise ValueError(f"{task}: the task needs metadata 'tokenizer' and 'max_seq_lengths' (run it through ccq-eval)")
     hay = load_haystack(haystack or None) if VARIANTS[task].haystack == "essay" else None

@@ -150,7 +150,7 @@ def test_missing_data_offline(tmp_path, capsys):
 
 
 def test_records_are_parsed_once_and_prompts_truncated_once_per_unit(data_dir, tmp_path, monkeypatch):
-    """The driver builds each unit's prompts once and freezes them; the plugin reads the frozen file
+    """The driver builds each unit's prompts once, freezes them and hands them to lm-eval in process
     (before the redesign: three parses and two truncations per unit)."""
     from ccq_eval.suites.longbench import data as lb_data
 

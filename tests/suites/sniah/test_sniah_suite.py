@@ -234,13 +234,22 @@ def test_data_is_built_once_per_unit_and_the_plugin_reads_the_frozen_file(tokeni
     assert scores(store) == {(t, L): 100.0 for t in ("sniah_1", "sniah_2") for L in (1024, 2048)}
 
 
-def test_the_plugin_refuses_a_frozen_file_edited_after_freezing(tokenizer_dir, tmp_path):
-    from ccq_eval.data.cache import freeze
-    from ccq_eval.suites.sniah.plugin import dataset_for_task
+def test_records_reach_lm_eval_in_process_under_the_plugins_own_config(tokenizer_dir, tmp_path, monkeypatch):
+    """The driver hands lm-eval the plugin's config (tasks/sniah, as stock lm-eval reads it) with the records it
+    built as the dataset: the plugin's own data function, which builds from metadata, is never called."""
+    import lm_eval
 
-    path = tmp_path / "frozen.jsonl"
-    freeze(path, [{"index": 0, "input": "a"}], {"k": 1})
-    assert dataset_for_task("sniah_1", frozen=str(path))["test"][0]["input"] == "a"
-    path.write_text(path.read_text().replace('"a"', '"b"'))
-    with pytest.raises(ValueError, match="missing or altered"):
-        dataset_for_task("sniah_1", frozen=str(path))
+    from ccq_eval.lm.harness import plugin_config
+    from ccq_eval.suites.sniah import plugin
+
+    monkeypatch.setattr(plugin, "dataset_for_task", lambda *a, **k: pytest.fail("the plugin built data"))
+    configs, real = [], lm_eval.simple_evaluate
+    monkeypatch.setattr(lm_eval, "simple_evaluate", lambda **kw: configs.extend(kw["tasks"]) or real(**kw))
+    request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=3, store=str(tmp_path / "s.db"),
+                         label="oracle")
+    assert run_suite(request, oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    (config,) = configs
+    stock = plugin_config("sniah_1")
+    assert {k: v for k, v in config.items() if k != "custom_dataset"} == {k: v for k, v in stock.items()
+                                                                         if k != "custom_dataset"}
+    assert [r["index"] for r in config["custom_dataset"]()["test"]] == [0, 1, 2]
