@@ -7,30 +7,16 @@ A test checks that the committed file equals this output.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 from ccq_eval.cli import build_parser
+from ccq_eval.environment import environment
 
 WIDTH = "100"  # argparse wraps at the terminal's width: fix it so the file does not depend on who ran this
 HEADER = ("# Command-line reference\n\n"
           "Generated from `ccq_eval/cli.py` by `python -m ccq_eval.cli_reference docs/cli.md`; edit the parser,\n"
           "not this file. `ccq-eval --model CKPT --suite NAME ...` is short for `ccq-eval run ...`.\n")
-
-
-@contextmanager
-def _fixed_width():
-    before = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = WIDTH
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = before
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -40,7 +26,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def reference() -> str:
     parser = build_parser()
-    with _fixed_width():
+    with environment(COLUMNS=WIDTH):
         sections = [HEADER, "## ccq-eval\n", "```text\n" + parser.format_help().rstrip() + "\n```\n"]
         for name, sub in _subparsers(parser).items():
             sections += [f"## ccq-eval {name}\n", "```text\n" + sub.format_help().rstrip() + "\n```\n"]

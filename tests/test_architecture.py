@@ -185,3 +185,17 @@ def test_the_generated_yaml_carries_the_tables_budget():
     changed = dataclasses.replace(TASKS["qasper"], max_gen=999)
     assert "max_gen_toks: 999" in task_yaml(changed) and "max_gen_toks: 128" in task_yaml(TASKS["qasper"])
     assert "longbench_key: qasper\n" in task_yaml(TASKS["qasper"])
+
+
+def test_a_scoped_environment_variable_is_restored_set_or_unset(monkeypatch):
+    import os
+
+    from ccq_eval.environment import environment
+
+    monkeypatch.setenv("CCQ_TEST_SET", "before")
+    monkeypatch.delenv("CCQ_TEST_UNSET", raising=False)
+    with pytest.raises(RuntimeError):
+        with environment(CCQ_TEST_SET="inside", CCQ_TEST_UNSET="inside"):
+            assert os.environ["CCQ_TEST_SET"] == os.environ["CCQ_TEST_UNSET"] == "inside"
+            raise RuntimeError
+    assert os.environ["CCQ_TEST_SET"] == "before" and "CCQ_TEST_UNSET" not in os.environ

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
+
+from ccq_eval.environment import environment
 
 
 @contextlib.contextmanager
@@ -12,16 +13,10 @@ def offline():
     import datasets
     import huggingface_hub.constants as hub
 
-    saved_env = {k: os.environ.get(k) for k in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")}
     saved = (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
-    os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
     datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
     try:
-        yield
+        with environment(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1"):
+            yield
     finally:
         datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import logging
-import os
 from functools import lru_cache
 from pathlib import Path
+
+from ccq_eval.environment import environment
 
 # the plugins: tasks/ in the repository, installed as the package ccq_eval.tasks (wheel or editable)
 TASKS_DIR = Path(str(importlib.resources.files("ccq_eval.tasks")))
@@ -62,29 +63,17 @@ def evaluate(lm, config: dict, seed: int, max_length: int, limit: int | None = N
     for name in ("lm_eval", "lm_eval.api.task", "lm_eval.evaluator"):
         logging.getLogger(name).setLevel(logging.ERROR)
     manager = plugin_tasks() if config.get("task") in plugin_tasks().task_index else builtin_tasks()
+    # lm-eval's bootstrapped stderr forks a pool of cpu_count processes for iters // 1000 chunks: one chunk at the
+    # 1000 iterations used here, so nothing runs in parallel, and a fork of a process with threads (torch's, a
+    # test runner's) can deadlock in the child. Its own switch, DISABLE_MULTIPROC, computes the same chunks with
+    # the same seeds in process (the same numbers).
     scripted = not hasattr(lm, "budget")  # the tests' scripted LMs decode nothing
     with (contextlib.nullcontext() if scripted else lm.budget(max_length)), \
-            (contextlib.nullcontext() if scripted else lm.decoding(hooks)), _bootstrap_in_process():
+            (contextlib.nullcontext() if scripted else lm.decoding(hooks)), \
+            environment(DISABLE_MULTIPROC="1"):  # see above
         return lm_eval.simple_evaluate(model=lm, tasks=[config], task_manager=manager, log_samples=True, limit=limit,
                                        num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
                                        numpy_random_seed=seed, torch_random_seed=seed)
-
-
-@contextlib.contextmanager
-def _bootstrap_in_process():
-    """lm-eval's bootstrapped stderr forks a pool of cpu_count processes for iters // 1000 chunks: one chunk at
-    the 1000 iterations used here, so nothing runs in parallel, and a fork of a process with threads (torch's,
-    a test runner's) can deadlock in the child. Its own switch, DISABLE_MULTIPROC, computes the same chunks
-    with the same seeds in process (the same numbers), for this call only."""
-    saved = os.environ.get("DISABLE_MULTIPROC")
-    os.environ["DISABLE_MULTIPROC"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("DISABLE_MULTIPROC", None)
-        else:
-            os.environ["DISABLE_MULTIPROC"] = saved
 
 
 def without_samples(out: dict) -> dict:
