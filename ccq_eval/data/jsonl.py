@@ -17,7 +17,7 @@ def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tupl
         raise error(f"{what} {str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__}); "
                     "check the path and its permissions") from exc
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of line 1
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{what} {str(path)!r}: line {line} is not UTF-8; re-encode the file as UTF-8") from exc

@@ -16,8 +16,13 @@ def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.
 
 
 def one_line(text) -> str:
-    """A label on one line: a newline would split a Markdown row or end a LaTeX paragraph."""
-    return " ".join(str(text).splitlines()) if isinstance(text, str) else text
+    """A label on one line, printable: a newline would split a Markdown row or end a LaTeX paragraph, and a
+    terminal control character (ESC, BEL, ...) from a stored label would act on the terminal `tables` prints
+    to; those are shown escaped (``\\x1b``)."""
+    if not isinstance(text, str):
+        return text
+    joined = " ".join(text.splitlines())
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in joined)
 
 
 def escape_markdown(text: str) -> str:

@@ -143,7 +143,7 @@ def test_runs_delete_on_a_missing_store_creates_nothing(tmp_path, capsys):
     assert "no store" in capsys.readouterr().err and not store.exists()
 
 
-@pytest.mark.parametrize("label", [r"$\nocommand$ model", "_hidden", "two\nlines"])
+@pytest.mark.parametrize("label", [r"$\nocommand$ model", "_hidden", "two\nlines", "\x1b[31mred\x07"])
 def test_labels_matplotlib_or_markdown_would_misread_render_everywhere(tmp_path, label, capsys):
     from ccq_eval.run import RunRequest
 
@@ -151,7 +151,10 @@ def test_labels_matplotlib_or_markdown_would_misread_render_everywhere(tmp_path,
     for seed, name in enumerate((label, "plain")):  # another seed: another unit, not a skipped one
         assert run_suite(RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=2, seed=seed,
                                     store=str(store), label=name), oracle_loader(tmp_path), out=lambda *_: None) == 0
+    capsys.readouterr()
     assert main(["tables", "--table", "sniah", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
+    printed = capsys.readouterr().out
+    assert not any(not ch.isprintable() and ch != "\n" for ch in printed), repr(printed)  # nothing acts on a terminal
     md = (tmp_path / "t" / "sniah.md").read_text().splitlines()
     assert len(md) == 4  # header, rule, two rows: the label stayed on one line
     tex = (tmp_path / "t" / "sniah.tex").read_text()
