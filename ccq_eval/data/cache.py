@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 
 def cache_root() -> Path:
@@ -41,14 +41,16 @@ def content_hash(records: list[dict]) -> str:
     return digest.hexdigest()
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | Iterable[str]) -> None:
+    """Written to a temporary file, then renamed: an exception (from ``text``'s iterator too) leaves nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():  # an entry that is a folder is unreadable: make room to rebuild it
         shutil.rmtree(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for chunk in [text] if isinstance(text, str) else text:
+                handle.write(chunk)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -75,10 +77,29 @@ def load_frozen(path: Path) -> tuple[list[dict], str] | None:
 
 def freeze(path: Path, records: list[dict], key: dict) -> str:
     """Write records and their sidecar; returns the content hash."""
-    digest = content_hash(records)
-    _atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    _atomic_write(path.with_suffix(".meta.json"), json.dumps({"key": key, "content_sha256": digest}, indent=1))
-    return digest
+    return freeze_stream(path, records, lambda: key)[0]
+
+
+def freeze_stream(path: Path, records: Iterable[dict], key: Callable[[], dict],
+                  refuse_empty: Callable[[], Exception] | None = None) -> tuple[str, int]:
+    """Write records as they arrive (memory holds one), then their sidecar with ``key()`` (which may count what
+    the stream saw); returns (content hash, records written). An exception mid-stream, or ``refuse_empty()``
+    when no record came, leaves nothing under the final names."""
+    digest, count = hashlib.sha256(), 0
+
+    def lines() -> Iterator[str]:
+        nonlocal count
+        for record in records:
+            digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode() + b"\n")  # content_hash
+            count += 1
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+        if count == 0 and refuse_empty is not None:
+            raise refuse_empty()
+
+    _atomic_write(path, lines())
+    _atomic_write(path.with_suffix(".meta.json"), json.dumps({"key": key(), "content_sha256": digest.hexdigest()},
+                                                             indent=1))
+    return digest.hexdigest(), count
 
 
 def load_or_build(path: Path, key: dict, build: Callable[[], list[dict]]) -> tuple[list[dict], str, bool]:

@@ -423,3 +423,31 @@ def test_an_hf_home_that_is_a_file_is_one_line(env, mirror, tmp_path):
     (tmp_path / "hf-file").write_text("not a folder")
     one_line_error(cli({**env, "HF_HOME": str(tmp_path / "hf-file")}, "data", "fetch", "longppl", "--corpora", "pg19"),
                    "the HF cache cannot be written", "HF_HOME")
+
+
+def test_an_archive_member_is_streamed_not_held_whole(tmp_path, monkeypatch):
+    """A SCROLLS member that inflates to ~40 MB (400 records of 100 KB, mostly repeats): reading, deduplicating
+    and freezing keep one record at a time, so the peak stays far below what the member expands to."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from ccq_eval.data import hub as hub_module
+
+    big, other = words(20_000, 1), words(20_000, 2)  # ~100 KB each
+    records = [{"id": f"g{i}", "pid": f"g{i}", "input": other if i in (7, 300) else big + f" {i % 3}"}
+               for i in range(400)]
+    archive = tmp_path / "gov_report.zip"
+    archive.write_bytes(scrolls_subset("gov_report", records))
+    assert archive.stat().st_size < 2_000_000  # compresses well: the expansion is what is measured
+    fetched = SimpleNamespace(path=archive, repo="tau/scrolls", commit=SCROLLS_COMMIT, filename="gov_report.zip",
+                              record=lambda: {"repo": "tau/scrolls"})
+    monkeypatch.setattr(hub_module, "fetch_file", lambda spec, progress: fetched)
+    tracemalloc.start()
+    path = sources.fetch_corpus("govreport", "licence", progress=lambda *_: None)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    expanded = sum(len(json.dumps(r)) for r in records)
+    assert expanded > 35_000_000 and peak < expanded / 8, (peak, expanded)
+    frozen_docs = [json.loads(line)["text"] for line in path.read_text().splitlines()]
+    assert frozen_docs == [big + " 0", big + " 1", big + " 2", other]  # first-seen order, each text once
+    assert json.loads(path.with_suffix(".meta.json").read_text())["key"]["duplicates_dropped"] == 396

@@ -19,10 +19,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ccq_eval.data import hub
-from ccq_eval.data.cache import cache_root, freeze
+from ccq_eval.data.cache import cache_root, freeze_stream
 
 CLEANING_VERSION = 1
 SCROLLS_SPLIT = "test"  # inputs are public in test (outputs hidden); a perplexity corpus needs only inputs
@@ -82,21 +82,32 @@ def strip_scrolls_query(text: str, where: str) -> str:
     return text[cut + 2:]
 
 
+class Deduplicated:
+    """Documents in first-seen order, each text once, as they arrive; ``dropped`` counts the repeats. Only each
+    text's sha256 is kept, so memory does not grow with what an archive member expands to."""
+
+    def __init__(self, documents: Iterable[dict]):
+        self.documents, self.dropped = documents, 0
+
+    def __iter__(self) -> Iterator[dict]:
+        seen = set()
+        for document in self.documents:
+            key = hashlib.sha256(document["text"].encode()).digest()
+            if key in seen:
+                self.dropped += 1
+                continue
+            seen.add(key)
+            yield document
+
+
 def deduplicate(documents: Iterable[dict]) -> tuple[list[dict], int]:
-    """Documents in first-seen order, each text once: (kept, duplicates dropped)."""
-    seen, kept, dropped = set(), [], 0
-    for document in documents:
-        key = hashlib.sha256(document["text"].encode()).hexdigest()
-        if key in seen:
-            dropped += 1
-            continue
-        seen.add(key)
-        kept.append(document)
-    return kept, dropped
+    """(kept, duplicates dropped), as a list."""
+    unique = Deduplicated(documents)
+    kept = list(unique)
+    return kept, unique.dropped
 
 
-def read_scrolls(path: Path, source: CorpusSource, where: str) -> list[dict]:
-    documents = []
+def read_scrolls(path: Path, source: CorpusSource, where: str) -> Iterator[dict]:
     for number, line in hub.zip_member_lines(path, source.member, where):
         if not line.strip():
             continue
@@ -106,8 +117,7 @@ def read_scrolls(path: Path, source: CorpusSource, where: str) -> list[dict]:
         text = record[source.field]
         if source.strip_query:
             text = strip_scrolls_query(text, f"{where}:{source.member} line {number}")
-        documents.append({"text": text, "name": str(record.get("id", number))})
-    return documents
+        yield {"text": text, "name": str(record.get("id", number))}
 
 
 def read_parquet(path: Path, source: CorpusSource, where: str) -> list[dict]:
@@ -124,8 +134,7 @@ def read_parquet(path: Path, source: CorpusSource, where: str) -> list[dict]:
             for i, text in enumerate(table.column(source.field).to_pylist()) if isinstance(text, str)]
 
 
-def read_jsonl_gz(path: Path, source: CorpusSource, where: str) -> list[dict]:
-    documents = []
+def read_jsonl_gz(path: Path, source: CorpusSource, where: str) -> Iterator[dict]:
     try:
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
@@ -133,13 +142,12 @@ def read_jsonl_gz(path: Path, source: CorpusSource, where: str) -> list[dict]:
                     continue
                 record = _json(line, number, where)
                 if isinstance(record, dict) and isinstance(record.get(source.field), str):
-                    documents.append({"text": record[source.field], "name": str(record.get("path", number))})
+                    yield {"text": record[source.field], "name": str(record.get("path", number))}
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise SourceLayoutError(f"{where}: not gzipped UTF-8 JSON lines ({exc.__class__.__name__}); fetch it again") from exc
-    return documents
 
 
-READERS: dict[str, Callable[[Path, CorpusSource, str], list[dict]]] = {
+READERS: dict[str, Callable[[Path, CorpusSource, str], Iterable[dict]]] = {
     "scrolls": read_scrolls, "parquet": read_parquet, "jsonl.gz": read_jsonl_gz}
 
 
@@ -149,14 +157,13 @@ def fetch_corpus(name: str, licence: str, progress=print) -> Path:
     progress(f"fetching {name}: {source.file.where} ({source.size_note}) [{licence}]")
     fetched = hub.fetch_file(source.file, progress)
     where = f"{fetched.repo}@{fetched.commit[:12]}:{fetched.filename}"
-    documents = READERS[source.reader](fetched.path, source, where)
-    documents, duplicates = deduplicate(documents)
-    documents = [d for d in documents if d["text"].strip()]
-    if not documents:
-        raise SourceLayoutError(f"{where}: no documents with text; the source's layout changed")
+    unique = Deduplicated(READERS[source.reader](fetched.path, source, where))
     path = cache_root() / "longppl" / f"{name}.jsonl"
-    freeze(path, documents, {"corpus": name, "source": fetched.record(), "member": source.member,
-                             "field": source.field, "licence": licence, "cleaning_version": CLEANING_VERSION,
-                             "query_stripped": source.strip_query, "duplicates_dropped": duplicates})
-    progress(f"  {len(documents)} documents ({duplicates} duplicates dropped) -> {path}")
+    _, count = freeze_stream(  # streamed: a member that inflates far beyond its size is never held whole
+        path, (d for d in unique if d["text"].strip()),
+        lambda: {"corpus": name, "source": fetched.record(), "member": source.member, "field": source.field,
+                 "licence": licence, "cleaning_version": CLEANING_VERSION, "query_stripped": source.strip_query,
+                 "duplicates_dropped": unique.dropped},
+        refuse_empty=lambda: SourceLayoutError(f"{where}: no documents with text; the source's layout changed"))
+    progress(f"  {count} documents ({unique.dropped} duplicates dropped) -> {path}")
     return path
