@@ -234,8 +234,9 @@ class SuiteRunner:
 
     def _still_to_run(self, units: list[Unit]) -> list[Unit]:
         """Units that no other process completed while this run worked on earlier ones (a store shared by
-        identical runs started together); --force runs them all."""
-        if self.request.force:
+        identical runs started together); --force runs them all, and so does a data-parallel run (its other ranks
+        evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
+        if self.request.force or getattr(self.evaluand.lm, "world_size", 1) > 1:
             return units
         done = self.store.complete_unit_keys()
         for unit in units:

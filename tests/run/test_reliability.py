@@ -236,7 +236,12 @@ def test_two_process_data_parallel_equals_one_process(tmp_path):
     assert subprocess.run([sys.executable, "-m", "ccq_eval", *args, "--store", str(one)], env=env,
                           capture_output=True).returncode == 0
     (tmp_path / "ranks.log").unlink()
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    import socket
+
+    with socket.socket() as probe:  # a free port: another test run on this machine may hold any fixed one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port)]
     done = subprocess.run([*launcher, "-m", "ccq_eval", *args, "--store", str(two)], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     answered = [line.split() for line in (tmp_path / "ranks.log").read_text().splitlines()]
