@@ -9,7 +9,9 @@ Served on 127.0.0.1 from the test process; point ``HF_ENDPOINT`` at ``mirror.url
 - ``GET /cdn/{sha256}``: the LFS content, with ``Range`` support;
 - errors with the hub's ``X-Error-Code`` header (RepoNotFound, RevisionNotFound, EntryNotFound).
 Faults for the tests: ``corrupt`` (serve other bytes of the same length), ``cut`` (close the connection
-half-way through the body), ``down`` (answer 503 to everything), ``html`` (a 200 HTML page for everything).
+half-way through the body), ``down`` (answer 503 to everything), ``html`` (a 200 HTML page for everything),
+``overlong`` (a Content-Length 1,000 bytes beyond the body, then the connection closes), ``underlong`` (a
+Content-Length 1,000 bytes short of the body), ``loop`` (the CDN redirects to itself, forever).
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class HubMirror:
         self.blobs: dict[str, bytes] = {}
         self.corrupt: set[str] = set()  # file paths whose CDN bytes are altered
         self.cut: set[str] = set()  # file paths whose CDN body stops half-way
+        self.overlong: set[str] = set()  # file paths whose CDN Content-Length announces more than the body
+        self.underlong: set[str] = set()  # file paths whose CDN Content-Length announces less than the body
+        self.loop: set[str] = set()  # file paths whose CDN answer is a redirect to itself
         self.down = False
         self.html = False  # answer every request with a 200 HTML page (a captive portal, a misconfigured proxy)
         self.requests: list[tuple[str, str]] = []
@@ -163,7 +168,8 @@ class HubMirror:
         headers = {"X-Repo-Commit": commit}
         if repo.is_lfs(path):
             sha = hashlib.sha256(data).hexdigest()
-            key = sha + ("-corrupt" if path in self.corrupt else "") + ("-cut" if path in self.cut else "")
+            key = sha + "".join(f"-{fault}" for fault in ("corrupt", "cut", "overlong", "underlong", "loop")
+                                if path in getattr(self, fault))
             headers.update({"Location": f"{self.cdn_url}/cdn/{key}", "X-Linked-Etag": f'"{sha}"',
                             "X-Linked-Size": str(len(data)), "ETag": f'"{git_blob_id(data)}"'})
             return self._send(handler, 302, b"", headers, body)
@@ -175,6 +181,8 @@ class HubMirror:
         data = self.blobs.get(sha)
         if data is None:
             return self._send(handler, 404, b"no such blob", send_body=body)
+        if "loop" in faults:
+            return self._send(handler, 302, b"", {"Location": f"{self.cdn_url}/cdn/{key}"}, body)
         if "corrupt" in faults:
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         start = 0
@@ -183,7 +191,8 @@ class HubMirror:
             start = int(ranged[6:].split("-")[0] or 0)
         chunk = data[start:]
         handler.send_response(206 if start else 200)
-        handler.send_header("Content-Length", str(len(chunk)))
+        announced = len(chunk) + 1000 * ("overlong" in faults) - 1000 * ("underlong" in faults)
+        handler.send_header("Content-Length", str(max(announced, 0)))
         handler.send_header("ETag", f'"{sha}"')
         if start:
             handler.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
@@ -196,3 +205,6 @@ class HubMirror:
             handler.close_connection = True
             return
         handler.wfile.write(chunk)
+        if "overlong" in faults or "underlong" in faults:
+            handler.wfile.flush()
+            handler.close_connection = True

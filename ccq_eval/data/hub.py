@@ -175,6 +175,16 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
                        "network (or HF_ENDPOINT), or fetch once where the hub is reachable") from exc
     except errors.HfHubHTTPError as exc:
         raise HubError(f"{what} {at}: the hub answered {_first_line(exc)}; retry later") from exc
+    except errors.RevisionResolutionError as exc:  # neither the hub nor the cache's refs know the revision
+        import huggingface_hub.constants as constants
+
+        if _timed_out(exc):
+            raise HubError(_timeout_message(what, at)) from exc
+        if constants.HF_HUB_OFFLINE:
+            raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set and the HF cache holds no copy; run it once with "
+                           "network access (or unset HF_HUB_OFFLINE)") from exc
+        raise HubError(f"{what} {at}: the hub at {endpoint()} cannot be reached and the HF cache does not know this "
+                       "revision; check the network (or HF_ENDPOINT), or run it once where the hub is reachable") from exc
     except HubError:
         raise
     except (ValueError, KeyError, TypeError) as exc:  # JSON that is not JSON, or not the hub API's
@@ -183,6 +193,9 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names
         if _timed_out(exc):
             raise HubError(_timeout_message(what, at)) from exc
+        if isinstance(exc, OSError) and str(exc).startswith("Consistency check failed"):  # a body of another size
+            raise HubError(f"{what} {at}: the download from {endpoint()} was not the size the hub announced "
+                           f"({_first_line(exc)[:120]}); nothing was frozen; run it again") from exc
         if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and exc.filename:
             raise HubError(f"{what} {at}: the HF cache cannot be written at {exc.filename!r} ({exc.strerror}); set "
                            "HF_HOME (or HF_HUB_CACHE) to a writable folder") from exc
@@ -270,8 +283,17 @@ def fetch_file(spec: HubFile, progress: Callable[[str], None] = print) -> Fetche
                    tuple(name for name, _ in checks))
 
 
+MAX_LINE_CHARS = 64 << 20  # far beyond any document of the corpora read this way (the longest are ~1 MB)
+
+
 def zip_member_lines(path: Path, member: str, where: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) of one member of a zip, read as a stream (the archive's CRC is checked at its end)."""
+    """(line number, line) of one member of a zip, read as a stream (the archive's CRC is checked at its end).
+
+    The member is opened by its exact name and never extracted, so other members' names (``../x``, ``/etc/x``)
+    reach no path. Memory stays bounded however far a member inflates: lines are handed on one at a time (the
+    readers deduplicate as they arrive, so a bomb of repeated records freezes one), a line longer than
+    MAX_LINE_CHARS is refused, and zipfile stops at the member's stated size (a member that inflates beyond it
+    fails its CRC)."""
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
@@ -281,7 +303,11 @@ def zip_member_lines(path: Path, member: str, where: str) -> Iterator[tuple[int,
             raise HubError(f"{where}: the archive has no member {member!r}; its layout changed, pin the commit that has it")
         try:
             with archive.open(member) as raw:
-                for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8"), start=1):
+                text = io.TextIOWrapper(raw, encoding="utf-8")
+                for number, line in enumerate(iter(lambda: text.readline(MAX_LINE_CHARS + 1), ""), start=1):
+                    if len(line) > MAX_LINE_CHARS:
+                        raise HubError(f"{where}: member {member!r} line {number} is over {MAX_LINE_CHARS >> 20}M "
+                                       "characters, not a document of this corpus; nothing was frozen; check the source")
                     yield number, line
         except (zipfile.BadZipFile, UnicodeDecodeError) as exc:
             raise HubError(f"{where}: member {member!r} is corrupt ({_first_line(exc)}); fetch it again") from exc

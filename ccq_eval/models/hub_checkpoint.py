@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ccq_eval.data.hub import hub_errors
+from ccq_eval.data.hub import COMMIT, HubError, hub_errors
 
 HUB_SPEC = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
 CONFIG_AND_TOKENIZER = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -26,12 +26,18 @@ def is_hub_spec(spec: str) -> bool:
 def snapshot(spec: str, allow_pickle: bool) -> tuple[Path, dict]:
     """(the snapshot folder in the HF cache, {repo, revision, commit}) for ORG/NAME[@REV]."""
     import huggingface_hub.constants as constants
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
 
     match = HUB_SPEC.fullmatch(spec)
     repo, revision = match["repo"], match["revision"] or "main"
     patterns = [*CONFIG_AND_TOKENIZER, *SAFETENSORS, *(PICKLE if allow_pickle else ())]
     with hub_errors("model", repo, revision):
-        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
+        # the commit names a folder of the HF cache (snapshots/<commit>): it is checked before any path is
+        # built from it (the hub's answer, or the cache's refs file when offline)
+        resolved = HfApi().resolve_revision(repo, revision=revision)
+        if not COMMIT.fullmatch(resolved.resolved or ""):
+            raise HubError(f"model {repo}@{revision}: the hub gave {str(resolved.resolved)[:60]!r} as its commit, not a "
+                           "40-digit hex sha; nothing was downloaded; check HF_ENDPOINT and any proxy in between")
+        folder = Path(snapshot_download(repo, revision=resolved, allow_patterns=patterns))
     return folder, {"repo": repo, "revision": revision, "commit": folder.name,
                     "offline": bool(constants.HF_HUB_OFFLINE), "endpoint": constants.ENDPOINT}

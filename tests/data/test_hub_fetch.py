@@ -451,3 +451,133 @@ def test_an_archive_member_is_streamed_not_held_whole(tmp_path, monkeypatch):
     frozen_docs = [json.loads(line)["text"] for line in path.read_text().splitlines()]
     assert frozen_docs == [big + " 0", big + " 1", big + " 2", other]  # first-seen order, each text once
     assert json.loads(path.with_suffix(".meta.json").read_text())["key"]["duplicates_dropped"] == 396
+
+
+def test_pg19_parquet_is_read_a_few_books_at_a_time(tmp_path):
+    """200 books of ~50 KB in row groups of 10: the whole table (~10 MB) was read at once; now arrow holds about
+    one row group (parquet's unit of reading) while the books are handed on, each in order, named by its title."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    books = [words(10_000, 0) + f" book {i}" for i in range(200)]
+    path = tmp_path / "pg19.parquet"
+    pq.write_table(pa.table({"short_book_title": [f"t{i}" for i in range(200)], "text": books}), path,
+                   row_group_size=10)
+    baseline, held = pa.total_allocated_bytes(), []
+    read = []
+    for document in sources.read_parquet(path, sources.SOURCES["pg19"], "pg19"):
+        held.append(pa.total_allocated_bytes() - baseline)
+        read.append(document)
+    assert [d["text"] for d in read] == books and [d["name"] for d in read] == [f"t{i}" for i in range(200)]
+    total = sum(len(b) for b in books)
+    assert max(held) < total / 4, (max(held), total)
+
+
+def test_a_corrupt_parquet_is_one_line(tmp_path):
+    path = tmp_path / "pg19.parquet"
+    path.write_bytes(parquet(BOOKS)[:-40] + b"\0" * 40)
+    with pytest.raises(sources.SourceLayoutError, match="not a readable parquet file"):
+        list(sources.read_parquet(path, sources.SOURCES["pg19"], "pg19"))
+
+
+def fetch_govreport_from(archive_bytes: bytes, tmp_path: Path, monkeypatch) -> Path:
+    """`fetch_corpus("govreport")` reading the given archive as if the hub had served it."""
+    from types import SimpleNamespace
+
+    from ccq_eval.data import hub as hub_module
+
+    archive = tmp_path / "gov_report.zip"
+    archive.write_bytes(archive_bytes)
+    fetched = SimpleNamespace(path=archive, repo="tau/scrolls", commit=SCROLLS_COMMIT, filename="gov_report.zip",
+                              record=lambda: {"repo": "tau/scrolls"})
+    monkeypatch.setattr(hub_module, "fetch_file", lambda spec, progress: fetched)
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    return sources.fetch_corpus("govreport", "licence", progress=lambda *_: None)
+
+
+def test_members_named_outside_the_archive_reach_no_path(tmp_path, monkeypatch):
+    """Members named ``../x`` and ``/abs/x`` beside the real one: the real one is read by its exact name, nothing
+    is extracted, and no file appears outside the cache."""
+    records = [{"id": f"g{i}", "pid": f"g{i}", "input": GOV_DOCS[i]} for i in range(3)]
+    work = tmp_path / "work"
+    work.mkdir()
+    archive = zipped({"../escaped.jsonl": b"x\n", "/abs/escaped.jsonl": b"x\n", "gov_report/../../up.jsonl": b"x\n",
+                      "gov_report/test.jsonl": jsonl(records)})
+    monkeypatch.chdir(work)
+    path = fetch_govreport_from(archive, work, monkeypatch)
+    assert [json.loads(line)["text"] for line in path.read_text().splitlines()] == GOV_DOCS
+    assert not list(tmp_path.rglob("escaped.jsonl")) and not list(tmp_path.rglob("up.jsonl"))
+    assert not Path("/abs/escaped.jsonl").exists()
+
+
+def _state_member_size(archive: bytes, member: str, size: int) -> bytes:
+    """The archive with the member's uncompressed size rewritten in its local and central headers."""
+    import struct
+
+    name = member.encode()
+    data = bytearray(archive)
+    local = data.find(b"PK\x03\x04")
+    while local >= 0:
+        name_len = struct.unpack_from("<H", data, local + 26)[0]
+        if data[local + 30: local + 30 + name_len] == name:
+            struct.pack_into("<I", data, local + 22, size)
+        local = data.find(b"PK\x03\x04", local + 4)
+    central = data.find(b"PK\x01\x02")
+    while central >= 0:
+        name_len = struct.unpack_from("<H", data, central + 28)[0]
+        if data[central + 46: central + 46 + name_len] == name:
+            struct.pack_into("<I", data, central + 24, size)
+        central = data.find(b"PK\x01\x02", central + 4)
+    return bytes(data)
+
+
+def test_a_member_that_inflates_beyond_its_stated_size_is_one_line(tmp_path, monkeypatch):
+    """The headers say 1 KB; the deflated stream holds 2 MB. zipfile stops at the stated size, the CRC fails:
+    one line, nothing frozen."""
+    member = "gov_report/test.jsonl"
+    body = jsonl([{"id": f"g{i}", "pid": f"g{i}", "input": "Q?\n\n" + words(2000, i)} for i in range(200)])
+    archive = _state_member_size(zipped({member: body}), member, 1000)
+    with pytest.raises(sources.hub.HubError, match="is corrupt") as error:
+        fetch_govreport_from(archive, tmp_path, monkeypatch)
+    assert "\n" not in str(error.value) and not list((tmp_path / "cache").rglob("*.jsonl"))
+
+
+def test_a_line_beyond_any_document_is_refused(tmp_path, monkeypatch):
+    from ccq_eval.data import hub as hub_module
+
+    monkeypatch.setattr(hub_module, "MAX_LINE_CHARS", 5000)
+    member = "gov_report/test.jsonl"
+    body = jsonl([{"id": "a", "pid": "a", "input": "Q?\n\n" + words(100, 1)},
+                  {"id": "b", "pid": "b", "input": "Q?\n\n" + words(2000, 2)}])
+    with pytest.raises(sources.hub.HubError, match="line 2 is over") as error:
+        fetch_govreport_from(zipped({member: body}), tmp_path, monkeypatch)
+    assert "\n" not in str(error.value) and not list((tmp_path / "cache").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("fault,fragment", [("overlong", "emozilla/pg19"), ("underlong", "emozilla/pg19"),
+                                            ("loop", "redirect")])
+def test_a_body_other_than_announced_or_a_redirect_loop_is_one_line(env, mirror, fault, fragment):
+    """A Content-Length beyond the body (the connection then closes), one short of it, and a CDN that redirects
+    to itself: each ends in bounded time with one line, nothing frozen, no file under its final name; a
+    healthy hub afterwards fetches the corpus."""
+    pg19 = "data/test-00000-of-00001-29a571947c0b5ccc.parquet"
+    getattr(mirror, fault).add(pg19)
+    one_line_error(cli(env, "data", "fetch", "longppl", "--corpora", "pg19", timeout=240), fragment, "pg19")
+    assert cached_files(env, "longppl") == []
+    assert not [p for p in Path(env["HF_HOME"]).rglob("*.parquet")], "no file under its final name"
+    getattr(mirror, fault).clear()
+    assert cli(env, "data", "fetch", "longppl", "--corpora", "pg19").returncode == 0
+    assert [d["text"] for d in frozen(env, "longppl", "pg19")[0]] == BOOKS
+
+
+@pytest.mark.parametrize("commit", ["../../../../escaped", "A" * 40, "2" * 39])
+def test_a_hub_commit_that_is_not_a_sha_is_refused_before_any_path_is_built(env, mirror, tmp_path, commit):
+    """The commit names the snapshot folder (snapshots/<commit>): a hub answering ``../..`` there would have
+    files written outside the cache. Refused in one line; no snapshot folder, nothing outside HF_HOME."""
+    repo = mirror.repos[("model", "ccq-test/gla-tiny")]
+    mirror.add(MirrorRepo("ccq-test/odd-sha", dict(repo.files), repo_type="model", refs={"main": commit}))
+    store = tmp_path / "s.db"
+    one_line_error(cli(env, "--model", "ccq-test/odd-sha", "--suite", "sniah", "--lengths", "1k", "--store",
+                       str(store)), "ccq-test/odd-sha", "not a 40-digit hex sha")
+    assert not store.exists() and not list(Path(env["HF_HOME"]).rglob("snapshots/*"))
+    assert not list(tmp_path.rglob("escaped"))

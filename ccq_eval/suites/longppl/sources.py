@@ -120,18 +120,37 @@ def read_scrolls(path: Path, source: CorpusSource, where: str) -> Iterator[dict]
         yield {"text": text, "name": str(record.get("id", number))}
 
 
-def read_parquet(path: Path, source: CorpusSource, where: str) -> list[dict]:
+def read_parquet(path: Path, source: CorpusSource, where: str, batch_rows: int = 8) -> Iterator[dict]:
+    """Rows a few at a time: memory holds about one row group (parquet's unit of reading), not the table."""
     import pyarrow.parquet as pq
 
+    def unreadable(exc: Exception) -> SourceLayoutError:
+        return SourceLayoutError(f"{where}: not a readable parquet file ({exc.__class__.__name__}); fetch it again")
+
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        columns = parquet.schema_arrow.names
     except Exception as exc:  # noqa: BLE001 - pyarrow raises its own types for a corrupt file
-        raise SourceLayoutError(f"{where}: not a readable parquet file ({exc.__class__.__name__}); fetch it again") from exc
-    if source.field not in table.column_names:
-        raise SourceLayoutError(f"{where}: no column {source.field!r} (has {', '.join(table.column_names)})")
-    names = table.column("short_book_title").to_pylist() if "short_book_title" in table.column_names else None
-    return [{"text": text, "name": names[i] if names else str(i)}
-            for i, text in enumerate(table.column(source.field).to_pylist()) if isinstance(text, str)]
+        raise unreadable(exc) from exc
+    if source.field not in columns:
+        raise SourceLayoutError(f"{where}: no column {source.field!r} (has {', '.join(columns)})")
+    title = "short_book_title" if "short_book_title" in columns else None
+    batches = parquet.iter_batches(batch_size=batch_rows, columns=[source.field, *([title] if title else [])],
+                                    use_threads=False)
+    row = 0
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as exc:  # noqa: BLE001 - a corrupt row group shows only when it is read
+            raise unreadable(exc) from exc
+        if batch is None:
+            return
+        texts = batch.column(source.field).to_pylist()
+        names = batch.column(title).to_pylist() if title else [None] * len(texts)
+        for text, name in zip(texts, names):
+            if isinstance(text, str):
+                yield {"text": text, "name": name if name else str(row)}
+            row += 1
 
 
 def read_jsonl_gz(path: Path, source: CorpusSource, where: str) -> Iterator[dict]:

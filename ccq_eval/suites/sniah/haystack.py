@@ -4,10 +4,12 @@ essays, as the paper uses). RULER takes the essays as one stream of words; so do
 from __future__ import annotations
 
 import hashlib
-import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from ccq_eval.data import SHIPPED_ESSAYS
 from ccq_eval.data.jsonl import read_jsonl
@@ -23,17 +25,50 @@ class HaystackError(BadInput):
     """A haystack that cannot be used as given; the message says what to do."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: load_haystack hands out one per source
 class Haystack:
+    """The text with its words separated by single spaces, and where each word ends. A tuple of word
+    strings would take ~20x the text for short words; this takes the text plus 4 bytes a word."""
+
     name: str
     fingerprint: str  # sha256 of the normalised text
-    words: tuple[str, ...]
+    text: str
+    word_ends: np.ndarray  # int32 (int64 for texts over 2 GB): offset just past each word
+
+    @property
+    def n_words(self) -> int:
+        return len(self.word_ends)
 
     def take(self, n_words: int) -> tuple[str, int]:
         """The first n words, cycling through the text again when it is shorter; (text, passes)."""
-        passes = -(-n_words // len(self.words))
-        stream = self.words * passes if passes > 1 else self.words
-        return " ".join(stream[:n_words]), passes
+        passes = -(-n_words // self.n_words)
+        whole, rest = divmod(n_words, self.n_words)
+        parts = [self.text] * whole + ([self.text[: int(self.word_ends[rest - 1])]] if rest else [])
+        return " ".join(parts), passes
+
+
+@lru_cache(maxsize=1)
+def _whitespace_to_space() -> dict[int, str]:
+    """Every character str.split() (and the regex \\s) treats as whitespace, mapped to a space."""
+    return {code: " " for code in range(sys.maxunicode + 1) if chr(code).isspace()}
+
+
+def _single_spaced(text: str) -> str:
+    """Words separated by single spaces, as ``" ".join(text.split())``, without a list of every word (a few
+    copies of the text at most, however short its words are)."""
+    text = text.translate(_whitespace_to_space())
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
+
+
+def _word_ends(text: str, block: int = 1 << 20) -> np.ndarray:
+    """Offsets just past each word of a single-spaced text, found a block at a time (bounded scratch memory)."""
+    dtype = np.int32 if len(text) < 2**31 else np.int64
+    spaces = [np.flatnonzero(np.frombuffer(text[start:start + block].encode("utf-32-le"), dtype=np.uint32) == 32)
+              .astype(dtype) + start for start in range(0, len(text), block)]
+    ends = np.concatenate([*spaces, np.array([len(text)] if text else [], dtype=dtype)])
+    return ends.astype(dtype, copy=False)
 
 
 def _read_text(file: Path) -> str:
@@ -73,12 +108,13 @@ def _files(path: Path) -> list[Path]:
 def load_haystack(path: str | None = None) -> Haystack:
     """The shipped essays when path is None, else a .txt / .jsonl file or a folder of them."""
     source = Path(path).expanduser() if path else DEFAULT_HAYSTACK
-    text = " ".join(_read_text(f) for f in _files(source))
-    words = tuple(w for w in re.sub(r"\s+", " ", text).strip().split(" ") if w)
-    if len(words) < MIN_WORDS:
-        raise HaystackError(f"haystack {str(source)!r}: {len(words)} words, too short for a haystack (need at least {MIN_WORDS})")
+    text = _single_spaced(" ".join(_read_text(f) for f in _files(source)))
+    word_ends = _word_ends(text)
+    if len(word_ends) < MIN_WORDS:
+        raise HaystackError(f"haystack {str(source)!r}: {len(word_ends)} words, too short for a haystack (need at "
+                            f"least {MIN_WORDS})")
     name = DEFAULT_NAME if path is None else source.stem
-    return Haystack(name=name, fingerprint=hashlib.sha256(" ".join(words).encode()).hexdigest(), words=words)
+    return Haystack(name=name, fingerprint=hashlib.sha256(text.encode()).hexdigest(), text=text, word_ends=word_ends)
 
 
 def resolve_haystack_path(haystack: str | None, data_dir: str | None) -> str | None:

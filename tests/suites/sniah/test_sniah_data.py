@@ -1,7 +1,9 @@
 """The S-NIAH generator: RULER's template, needle, keys and placement; the token budget; the cache."""
 
+import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +191,35 @@ def test_a_tokenizer_that_drops_the_haystack_is_refused_not_searched_forever():
     digits_only.backend_tokenizer.normalizer = normalizers.Replace(Regex(r"[^0-9]"), "")
     with pytest.raises(sniah.SniahError, match="the tokenizer drops the haystack's text"):
         sniah.generate("sniah_1", digits_only, 1024, 2, seed=0, haystack=None)
+
+
+def _words_reference(path) -> list[str]:
+    """The haystack as RULER reads it: every whitespace-separated word, in order."""
+    return Path(path).read_text(encoding="utf-8").split()
+
+
+@pytest.mark.parametrize("n_words", [0, 1, 999, 1000, 1001, 2500, 3001])
+def test_haystack_take_equals_the_word_list_reference(tmp_path, n_words):
+    path = tmp_path / "hay.txt"
+    path.write_text("  Über\tthe river\n\n" + " ".join(f"w{i}é" for i in range(997)) + "\u2003end.\n", encoding="utf-8")
+    words = _words_reference(path)
+    hay = load_haystack(str(path))
+    passes = -(-n_words // len(words))
+    assert hay.take(n_words) == (" ".join((words * max(passes, 1))[:n_words]), passes)
+    assert hay.fingerprint == hashlib.sha256(" ".join(words).encode()).hexdigest()
+
+
+def test_a_haystack_of_short_words_takes_a_few_times_its_size(tmp_path):
+    """4 MB of two-letter words: a tuple of word strings held ~70 MB (about 20x); the text and word ends stay
+    within 4x, and loading peaks within 6x."""
+    import tracemalloc
+
+    path = tmp_path / "short.txt"
+    path.write_text(" ".join(("ab", "cd", "ef")[i % 3] for i in range(1_400_000)))
+    size = path.stat().st_size
+    tracemalloc.start()
+    hay = load_haystack(str(path))
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert hay.n_words == 1_400_000 and hay.take(4)[0] == "ab cd ef ab"
+    assert kept < 4 * size and peak < 6 * size, (kept, peak, size)
