@@ -85,15 +85,65 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[str]:
 
 def read_local(path: Path) -> list[dict]:
     """A local task file's records, every line checked (one JSON object each) before any is used."""
-    records = []
+    records, fields = [], None
     for number, record in read_jsonl(path, LmDataError, "zero-shot data file")[0]:
         if not isinstance(record, dict):
             raise LmDataError(f"zero-shot data file {str(path)!r}: line {number} is not a JSON object; expected the "
                               "HF records of the task's scored split, one object per line")
+        if fields is None:
+            fields = set(record)
+        elif set(record) != fields:  # datasets would fill the gap with None, and the task would read it as data
+            odd = sorted(fields ^ set(record))
+            raise LmDataError(f"zero-shot data file {str(path)!r}: line {number} has other fields than the first line "
+                              f"({', '.join(odd)}); every record needs the fields of the task's scored split")
         records.append(record)
     if not records:
         raise LmDataError(f"zero-shot data file {str(path)!r}: no records")
     return records
+
+
+def check_records(task: str, path: Path) -> None:
+    """Every local record read as lm-eval's task reads it (its prompt, target and choices), before the model
+    loads: a record lacking a field the task needs is refused here, not found by every unit failing."""
+    from datasets import utils as datasets_tqdm
+    from lm_eval.api.task import ConfigurableTask
+
+    records = records_dataset(path)
+    config = dict(task_config(task))
+    config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
+    where = f"zero-shot data file {str(path)!r} (fields {', '.join(sorted(records.column_names))})"
+    quiet = not datasets_tqdm.are_progress_bars_disabled()
+    if quiet:  # the task maps the records once; its progress bar would print above the one error line
+        datasets_tqdm.disable_progress_bars()
+    try:
+        built = ConfigurableTask(config=config)
+    except Exception as exc:  # noqa: BLE001 - lm-eval's processing raises whatever the records provoke
+        raise LmDataError(f"{where}: lm-eval's {task} task cannot read it ({_one_line(exc)}); expected the HF "
+                          "records of its scored split") from exc
+    finally:
+        if quiet:
+            datasets_tqdm.enable_progress_bars()
+    readers = [built.doc_to_text, built.doc_to_target]
+    if built.OUTPUT_TYPE == "multiple_choice":
+        readers.append(built.doc_to_choice)
+    for index, doc in enumerate(built.eval_docs, start=1):
+        try:
+            for read in readers:
+                read(doc)
+        except Exception as exc:  # noqa: BLE001 - a missing field surfaces as KeyError, jinja's UndefinedError, ...
+            raise LmDataError(f"{where}: record {index} cannot be read by lm-eval's {task} task ({_one_line(exc)}); "
+                              "expected the HF records of its scored split") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0][:120]}" if text else exc.__class__.__name__
+
+
+def splits_named(config: dict) -> set[str]:
+    """Every split the config names (0-shot: only the scored one is read; the local records serve each)."""
+    return {split for key in ("training_split", "validation_split", "test_split", "fewshot_split")
+            if (split := config.get(key))}
 
 
 def records_dataset(path: Path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
-from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, local_file,
-                                     read_local, records_dataset, sha256, task_config)
+from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, check_records,
+                                     local_file, records_dataset, sha256, splits_named, task_config)
 from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
 
 CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the other items are short
@@ -19,7 +19,7 @@ class LmDriver:
         plan = self.plan
         for task in plan.tasks:  # a bad line fails here, before the model loads, not mid-run
             if (local := local_file(task, plan.request.data_dir)) is not None:
-                read_local(local)
+                check_records(task, local)
         missing = [t for t in plan.tasks if local_file(t, plan.request.data_dir) is None and not cached(t)]
         if missing:
             names = ", ".join(f"{t} ({task_config(t)['dataset_path']})" for t in missing)
@@ -49,9 +49,7 @@ class LmDriver:
         local = local_file(unit.task, plan.request.data_dir)
         if local is not None:  # the same task, reading the records from the local file
             records = records_dataset(local)
-            # every split the config names gets the local records (0-shot: only the scored one is read)
-            splits = {config.get(k) for k in ("training_split", "validation_split", "test_split", "fewshot_split")}
-            config["custom_dataset"] = lambda **_: {split: records for split in splits if split}
+            config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
         with offline():
             out = evaluate(plan.evaluand.lm, config, plan.request.seed, CONTEXT, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0

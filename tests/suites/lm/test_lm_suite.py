@@ -148,3 +148,31 @@ def test_the_lm_suite_keeps_its_own_2048_window_whatever_the_run_builds(model_di
 
     monkeypatch.setattr(CCQEvalLM, "budget", lambda self, length: contextlib.nullcontext())  # the old behaviour
     assert abs(word_perplexity(lambda request, _: load_evaluand(request, 20480), "wide") / alone - 1) > 1e-5
+
+
+@pytest.mark.parametrize("task", sorted(FIXTURES))
+def test_every_fixture_is_read_as_its_task_reads_it(data_dir, task):
+    from ccq_eval.suites.lm.data import check_records
+
+    check_records(task, data_dir / "lm" / f"{task}.jsonl")  # raises on any record the task cannot read
+
+
+@pytest.mark.parametrize("task,rows,fragment", [
+    ("piqa", [{k: v for k, v in r.items() if k != "sol2"} for r in FIXTURES["piqa"]], "(fields goal, label, sol1)"),
+    ("piqa", [FIXTURES["piqa"][0], {k: v for k, v in FIXTURES["piqa"][1].items() if k != "goal"}],
+     "line 2 has other fields than the first line (goal)"),
+    ("hellaswag", [{k: v for k, v in r.items() if k != "endings"} for r in FIXTURES["hellaswag"]], "KeyError: 'endings'"),
+    ("arc_easy", [{"question": "q", "answerKey": "A"}], "'choices' is undefined"),
+    ("boolq", [{"passage": "p", "label": 1}], "'question' is undefined"),
+])
+def test_records_missing_a_field_are_refused_before_the_model_loads(model_dir, tmp_path, capsys, task, rows, fragment):
+    """A field the task reads, absent from every record or from one (datasets would fill it with None): one line
+    naming the file, exit 2, no store."""
+    (tmp_path / "d" / "lm").mkdir(parents=True)
+    (tmp_path / "d" / "lm" / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = tmp_path / "s.db"
+    code = main(["--model", str(model_dir), "--suite", "lm", "--tasks", task, "--data-dir", str(tmp_path / "d"),
+                 "--store", str(store), "--device", "cpu"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and fragment in err and f"{task}.jsonl" in err and "\n" not in err, err
+    assert not store.exists()
