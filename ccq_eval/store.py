@@ -104,6 +104,34 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+RUN_JSON_COLUMNS = ("model_config", "ccq_overrides", "seeds", "versions")
+
+
+def _first_non_json_object(row: dict, columns) -> str | None:
+    """The first of the columns whose text is not a JSON object (tables and curves parse them), or None."""
+    for column in columns:
+        try:
+            if not isinstance(json.loads(row[column]), dict):
+                return column
+        except (TypeError, ValueError, RecursionError):
+            return column
+    return None
+
+
+def _untrusted_unit(source: "Store", unit: dict) -> str | None:
+    """Why a unit from another store cannot be merged (the runner never writes such a unit), or None: settings
+    that are not a JSON object, a metric whose value is text or infinite, a count that is not an integer."""
+    if _first_non_json_object(unit, ("settings",)) is not None:
+        return "has settings that are not a JSON object"
+    bad = source.query(
+        "SELECT metric, typeof(value) AS kind FROM metrics WHERE unit_id = ? AND (typeof(value) NOT IN ('real', "
+        "'integer') OR value IN (9e999, -9e999) OR (stderr IS NOT NULL AND (typeof(stderr) NOT IN ('real', "
+        "'integer') OR stderr IN (9e999, -9e999))) OR (n IS NOT NULL AND typeof(n) != 'integer'))", (unit["id"],))
+    if bad:
+        return f"has a {bad[0]['metric']} that is not a finite number ({bad[0]['kind']} value or stderr, or a count)"
+    return None
+
+
 class Store:
     """``Store(path)`` opens (creating if needed) a store; ``path`` may be a ``file:...`` SQLite URI."""
 
@@ -278,6 +306,9 @@ class Store:
                 if lacking:
                     refused.append(f"run {run['id']} lacks {', '.join(lacking)}")
                     continue
+                if (column := _first_non_json_object(run, RUN_JSON_COLUMNS)) is not None:
+                    refused.append(f"run {run['id']} has a {column} that is not a JSON object")
+                    continue
                 if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
                     self.db.execute(f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' * len(run))})",
                                     tuple(run.values()))
@@ -290,11 +321,8 @@ class Store:
                             "SELECT 1 FROM units WHERE unit_key = ? AND status = 'complete'", (unit["unit_key"],)).fetchone():
                         already_complete += 1  # one complete result per unit key: the one here is kept
                         continue
-                    bad = other.query("SELECT metric, value FROM metrics WHERE unit_id = ? AND "
-                                      "(value IN (9e999, -9e999) OR stderr IN (9e999, -9e999))", (unit["id"],))
-                    if bad:  # an infinite number cannot be trusted (the runner never stores one)
-                        refused.append(f"unit {unit['id']} ({unit['task']}@{unit['context_length']}) has an "
-                                       f"infinite {bad[0]['metric']}")
+                    if (why := _untrusted_unit(other, unit)) is not None:
+                        refused.append(f"unit {unit['id']} ({unit['task']}@{unit['context_length']}) {why}")
                         continue
                     self.db.execute(f"INSERT INTO units ({', '.join(unit)}) VALUES ({', '.join('?' * len(unit))})",
                                     tuple(unit.values()))
@@ -316,6 +344,11 @@ class Store:
     def complete_unit_keys(self) -> set[str]:
         """The keys of the complete units (one result each)."""
         return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+
+    def units_of_run(self, run_id: str) -> list[tuple[str, int, str]]:
+        """(task, context length, status) of each unit a run stored, in the order it stored them."""
+        return [tuple(r) for r in self.query("SELECT task, context_length, status FROM units WHERE run_id = ? "
+                                             "ORDER BY id", (run_id,))]
 
     def labels_of_keys(self, keys: list[str]) -> list[str]:
         """The labels of the runs that hold complete units with these keys."""

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from ccq_eval.data.hub import COMMIT, HubError, hub_errors
+from ccq_eval.models.file_limits import oversized
 
 HUB_SPEC = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
 CONFIG_AND_TOKENIZER = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -38,6 +39,11 @@ def snapshot(spec: str, allow_pickle: bool) -> tuple[Path, dict]:
         if not COMMIT.fullmatch(resolved.resolved or ""):
             raise HubError(f"model {repo}@{revision}: the hub gave {str(resolved.resolved)[:60]!r} as its commit, not a "
                            "40-digit hex sha; nothing was downloaded; check HF_ENDPOINT and any proxy in between")
+        if not constants.HF_HUB_OFFLINE:  # metadata files are read whole: sizes checked before any download
+            planned = snapshot_download(repo, revision=resolved, allow_patterns=patterns, dry_run=True)
+            said = next((s for f in planned if (s := oversized(f.filename, f.file_size))), None)
+            if said is not None:
+                raise HubError(f"model {repo}@{revision}: {said}; nothing was downloaded; is it a causal-LM checkpoint?")
         folder = Path(snapshot_download(repo, revision=resolved, allow_patterns=patterns))
     return folder, {"repo": repo, "revision": revision, "commit": folder.name,
                     "offline": bool(constants.HF_HUB_OFFLINE), "endpoint": constants.ENDPOINT}

@@ -19,6 +19,7 @@ import torch
 
 from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
 from ccq_eval.errors import BadInput
+from ccq_eval.models.file_limits import first_oversized
 
 # fla ops that assert on float32 inputs on CUDA (fla 0.6: ChunkDeltaRuleFunction "use bfloat16")
 FP32_REFUSED_ON_CUDA = {"delta_net": "fla's chunk_delta_rule", "ccq_delta_net": "fla's chunk_delta_rule"}
@@ -169,6 +170,19 @@ def check_tokenizer(tokenizer, where: str) -> None:
                              "tokenizer_config.json (scored sequences start with one, batches pad with it)")
 
 
+def _unreadable_pickle(files: list[Path]) -> tuple[str, str] | None:
+    """(file name, why) for the first pickle weights file torch cannot read, or None (safetensors, or readable)."""
+    for file in files:
+        if file.suffix != ".bin":
+            continue
+        try:
+            torch.load(file, map_location="meta", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - torch raises several types for a file that is no pickle
+            text = str(exc).strip()
+            return file.name, text.splitlines()[0] if text else exc.__class__.__name__
+    return None
+
+
 def weights_sha256(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for file in files:
@@ -293,6 +307,8 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
     path, hub = resolve_spec(spec, allow_pickle)
+    if (said := first_oversized(path)) is not None:  # read whole below: refused before it exhausts memory
+        raise ModelLoadError(f"model {str(path)!r}: {said}; this is not a checkpoint's metadata, check the folder")
     raw = _read_config(path)
     files = _weight_files(path, allow_pickle)
     if dtype in ("float64", torch.float64) and (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
@@ -319,6 +335,9 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
                 output_loading_info=True)
     except Exception as exc:  # noqa: BLE001 - a truncated or corrupt file, a config the model cannot be built from
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        if (unreadable := _unreadable_pickle(files)) is not None:
+            raise ModelLoadError(f"model {str(path)!r}: {unreadable[0]} is not a readable pickle checkpoint "
+                                 f"({unreadable[1][:160]}); re-download it, or convert the weights to safetensors") from exc
         raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]}); "
                              "re-download or re-save the checkpoint (weights and config together)") from exc
     fresh = sorted(info.get("missing_keys", []))

@@ -86,6 +86,13 @@ def untrusted_number(outcome: UnitOutcome) -> str | None:
     return None
 
 
+def fewer_than_asked(scored: int | None, asked: int | None) -> str | None:
+    """Said beside a unit that scored fewer samples than --samples asked for (its data holds no more)."""
+    if isinstance(scored, int) and isinstance(asked, int) and scored < asked:
+        return f"{scored:,} of the {asked:,} samples asked for: the data holds no more"
+    return None
+
+
 def batch_size_of(provenance: dict, request) -> int:
     """The batch size the evaluand resolved (``auto``), or the request's (evaluands made elsewhere: tests)."""
     size = provenance.get("batch_size", request.batch_size)
@@ -213,9 +220,13 @@ class SuiteRunner:
                         started = now()
         except KeyboardInterrupt as exc:
             self.store.finish_run(run_id, "interrupted")
-            finished = ", ".join(f"{u.task}@{u.context_length}" for u, _ in results) or "none"
+            # read back from the store: an interrupt can land after a unit's commit and before it is counted here
+            stored = self.store.units_of_run(run_id)
+            finished = ", ".join(f"{task}@{length}" + ("" if status == "complete" else f" ({status})")
+                                 for task, length, status in stored) or "none"
             what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            self.out(f"{what}; finished units: {finished}. Rerun the same command to resume.")
+            self.out(f"{what}; finished units: {finished} ({len(stored)} stored in {self.request.store}). "
+                     "Rerun the same command to resume.")
             return 143 if isinstance(exc, Terminated) else 130
         except StoreWriteError:
             self._finish_if_possible(run_id, "failed")  # the run does not stay 'running'
@@ -279,11 +290,12 @@ class SuiteRunner:
         if outcome.raw is not None:
             self._save_raw(run_id, unit, outcome.raw)
         unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples, replace=self.request.force)
-        primary = next(m["value"] for m in outcome.metrics if m.get("is_primary"))
+        primary = next(m for m in outcome.metrics if m.get("is_primary"))
         if unit_id is None:  # another process stored this unit key first: the store keeps that one result
-            return {"status": "complete", "unit_id": None, "score": primary,
+            return {"status": "complete", "unit_id": None, "score": primary["value"],
                     "note": "another run stored this unit first; its result is kept"}
-        return {"status": "complete", "unit_id": unit_id, "score": primary}
+        return {"status": "complete", "unit_id": unit_id, "score": primary["value"],
+                "note": fewer_than_asked(primary.get("n"), unit.settings.get("samples"))}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
         if self.request.store.startswith("file:"):

@@ -581,3 +581,14 @@ def test_a_hub_commit_that_is_not_a_sha_is_refused_before_any_path_is_built(env,
                        str(store)), "ccq-test/odd-sha", "not a 40-digit hex sha")
     assert not store.exists() and not list(Path(env["HF_HOME"]).rglob("snapshots/*"))
     assert not list(tmp_path.rglob("escaped"))
+
+
+def test_an_oversized_hub_config_is_refused_before_download(env, mirror, tmp_path):
+    repo = mirror.repos[("model", "ccq-test/gla-tiny")]
+    config = repo.files["config.json"].decode()
+    files = {**repo.files, "config.json": (config.rstrip()[:-1] + " " * (17 << 20) + "}").encode()}
+    mirror.add(MirrorRepo("ccq-test/big-config", files, repo_type="model"))
+    store = tmp_path / "s.db"
+    one_line_error(cli(env, "--model", "ccq-test/big-config", "--suite", "sniah", "--lengths", "1k", "--store",
+                       str(store)), "ccq-test/big-config", "config.json is 17 MB", "nothing was downloaded")
+    assert not store.exists() and not list(Path(env["HF_HOME"]).rglob("config.json"))

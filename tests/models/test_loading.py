@@ -138,3 +138,39 @@ def test_ccq_overrides_on_a_transformer_are_refused(tmp_path):
     folder = save_checkpoint(tiny_model("transformer"), tmp_path / "tr")
     with pytest.raises(ModelLoadError, match=r"CCQ options do not apply to Transformer\+\+ \(softmax attention"):
         load_model(str(folder), device="cpu", ccq_overrides={"ccq_fixed_lambda": 0.3})
+
+
+@pytest.mark.parametrize("content", [b"not a pickle at all" * 10, b"PK\x03\x04" + b"\0" * 100, b"\x80\x02}q\x00(X"])
+def test_an_unreadable_pickle_is_named_as_the_pickle_file(gla_dir, tmp_path, content):
+    """Under --allow-pickle, weights that are not a readable pickle: the line names the file and says pickle (it
+    said the weights did not match config.json)."""
+    folder = _copy(gla_dir, tmp_path / "ckpt")
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(content)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(folder), device="cpu", allow_pickle=True)
+    message = str(info.value)
+    assert "pytorch_model.bin" in message and "not a readable pickle checkpoint" in message, message
+    assert "\n" not in message and "config.json" not in message
+
+
+def test_an_oversized_config_is_refused_before_it_is_read(gla_dir, tmp_path):
+    """A 17 MB config.json (valid JSON, padded): refused by its size, naming the file, before any parse."""
+    folder = _copy(gla_dir, tmp_path / "ckpt")
+    config = (folder / "config.json").read_text()
+    (folder / "config.json").write_text(config[:-1] + " " * (17 << 20) + "}")
+    with pytest.raises(ModelLoadError, match=r"config.json is 17 MB, over the 16 MB") as info:
+        load_model(str(folder), device="cpu")
+    assert "\n" not in str(info.value)
+
+
+def test_an_oversized_tokenizer_is_refused_by_the_limit_table(gla_dir, tmp_path, monkeypatch):
+    from ccq_eval.models import file_limits
+
+    folder = _copy(gla_dir, tmp_path / "ckpt")
+    size = (folder / "tokenizer.json").stat().st_size
+    monkeypatch.setattr(file_limits, "LIMITS", (("tokenizer.json", size - 1), *file_limits.LIMITS))
+    with pytest.raises(ModelLoadError, match="tokenizer.json is .* MB, over the"):
+        load_model(str(folder), device="cpu")
+    monkeypatch.setattr(file_limits, "LIMITS", (("tokenizer.json", size), *file_limits.LIMITS))
+    assert load_model(str(folder), device="cpu").tokenizer is not None  # at the limit: loads

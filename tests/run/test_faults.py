@@ -228,7 +228,27 @@ def test_an_unreadable_cache_entry_is_rebuilt_and_the_unit_completes(tmp_path, d
     assert sidecar.with_name(sidecar.name.replace(".meta.json", ".jsonl")).is_file()
 
 
-def test_ingest_refuses_a_unit_with_an_infinite_number(tmp_path, capsys):
+ONE_UNIT = "task = 'longppl_essays' AND context_length = 1024"
+
+
+@pytest.mark.parametrize("damage,said,units_over", [
+    (f"UPDATE metrics SET value = 9e999 WHERE {ONE_UNIT} AND metric = 'perplexity'",
+     "longppl_essays@1024) has a perplexity that is not a finite number", 8),
+    (f"UPDATE metrics SET value = 'twelve' WHERE {ONE_UNIT} AND metric = 'perplexity'",
+     "has a perplexity that is not a finite number (text value", 8),
+    (f"UPDATE metrics SET stderr = 'n/a' WHERE {ONE_UNIT} AND metric = 'perplexity'",
+     "has a perplexity that is not a finite number", 8),
+    (f"UPDATE metrics SET n = 'many' WHERE {ONE_UNIT} AND metric = 'perplexity'",
+     "has a perplexity that is not a finite number", 8),
+    (f"UPDATE units SET settings = '{{not json' WHERE {ONE_UNIT}", "has settings that are not a JSON object", 8),
+    (f"UPDATE units SET settings = '[1, 2]' WHERE {ONE_UNIT}", "has settings that are not a JSON object", 8),
+    (f"UPDATE runs SET model_config = 'gla, 2 layers' WHERE id = (SELECT run_id FROM units WHERE {ONE_UNIT})",
+     "has a model_config that is not a JSON object", None),
+], ids=["infinite value", "text value", "text stderr", "text count", "settings not JSON", "settings a list",
+        "model_config not JSON"])
+def test_ingest_refuses_what_the_runner_never_writes(tmp_path, capsys, damage, said, units_over):
+    """A unit (or run) whose numbers are not finite numbers or whose JSON columns are not JSON objects is refused
+    and named; the rest comes over, and tables / curves keep working on the target."""
     import shutil
 
     from tests.run.test_hostile_inputs_keep_store_rows import FIXTURE_STORE
@@ -236,14 +256,18 @@ def test_ingest_refuses_a_unit_with_an_infinite_number(tmp_path, capsys):
     source = tmp_path / "src.db"
     shutil.copy(FIXTURE_STORE, source)
     db = sqlite3.connect(source)
-    db.execute("UPDATE metrics SET value = 9e999 WHERE task = 'longppl_essays' AND metric = 'perplexity' "
-               "AND context_length = 1024")
+    if units_over is None:  # a refused run keeps all its units out
+        units_over = db.execute(f"SELECT COUNT(*) FROM units WHERE run_id != (SELECT run_id FROM units WHERE "
+                                f"{ONE_UNIT})").fetchone()[0]
+    db.execute(damage)
     db.commit()
     target = tmp_path / "t.db"
     assert main(["ingest", str(source), "--store", str(target)]) == 1
     out = capsys.readouterr().out
-    assert "refused 1" in out and "infinite perplexity" in out and "longppl_essays@1024" in out
-    assert counts(target)["units"] == 8  # the other eight came over
+    assert "refused 1" in out and said in out, out
+    assert counts(target)["units"] == units_over
+    assert main(["tables", "--store", str(target), "--out", str(tmp_path / "t")]) == 0
+    assert main(["curves", "--store", str(target), "--out", str(tmp_path / "c")]) in (0, 2)  # 2: nothing to draw
 
 
 def test_curves_on_a_store_with_nothing_to_draw_says_so(tmp_path, capsys):

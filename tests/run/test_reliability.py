@@ -293,3 +293,24 @@ def test_empty_generations_are_a_warning_on_a_complete_unit(tokenizer_dir, tmp_p
     settings = json.loads(settings)
     assert status == "complete" and settings["warning"] == "every prediction is empty"
     assert settings["empty_predictions"] == 3
+
+
+def test_an_interrupt_just_after_a_unit_is_stored_counts_that_unit(tokenizer_dir, tmp_path, monkeypatch):
+    """Ctrl-C landing after a unit's commit and before the runner counted it: the message names every unit the
+    store holds for the run (it listed one fewer)."""
+    store = tmp_path / "s.db"
+    real_write = Store.write_unit
+    lines = []
+
+    def write_then_interrupt(self, unit, metrics, samples, **kwargs):
+        unit_id = real_write(self, unit, metrics, samples, **kwargs)
+        if unit["context_length"] == 2048:
+            raise KeyboardInterrupt
+        return unit_id
+
+    monkeypatch.setattr(Store, "write_unit", write_then_interrupt)
+    assert run_suite(request(store, lengths="1k,2k,4k", tasks="1"), oracle_loader(tokenizer_dir), out=lines.append) == 130
+    stored = sqlite3.connect(store).execute("SELECT task, context_length FROM units ORDER BY id").fetchall()
+    assert stored == [("sniah_1", 1024), ("sniah_1", 2048)]
+    assert lines[-1] == (f"interrupted; finished units: sniah_1@1024, sniah_1@2048 (2 stored in {store}). "
+                         "Rerun the same command to resume.")

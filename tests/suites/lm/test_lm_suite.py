@@ -176,3 +176,10 @@ def test_records_missing_a_field_are_refused_before_the_model_loads(model_dir, t
     err = capsys.readouterr().err.strip()
     assert code == 2 and fragment in err and f"{task}.jsonl" in err and "\n" not in err, err
     assert not store.exists()
+
+
+def test_a_unit_that_scored_fewer_samples_than_asked_says_so(model_dir, data_dir, tmp_path, capsys):
+    assert main(["--model", str(model_dir), "--suite", "lm", "--tasks", "piqa", "--samples", "1000", "--data-dir",
+                 str(data_dir), "--store", str(tmp_path / "s.db"), "--device", "cpu"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("piqa"))
+    assert "(2 of the 1,000 samples asked for: the data holds no more)" in line, line

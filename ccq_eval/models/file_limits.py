@@ -1,0 +1,34 @@
+"""How large a checkpoint's metadata files may be. Configs, weight indexes and tokenizers are read whole (JSON
+parsed, tokenizers built), so a multi-GB one would exhaust memory before any error could name it; the largest
+real ones are tens of MB (a 256K-entry tokenizer.json is ~35 MB). Weights are not capped: safetensors are
+memory-mapped."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+MB = 1 << 20
+# first match wins: (file name pattern, most bytes)
+LIMITS = (("tokenizer.json", 512 * MB), ("vocab.json", 512 * MB), ("*.index.json", 64 * MB), ("*.json", 16 * MB),
+          ("tokenizer.model", 512 * MB), ("merges.txt", 512 * MB))
+
+
+def limit_of(name: str) -> int | None:
+    return next((most for pattern, most in LIMITS if fnmatch.fnmatch(name, pattern)), None)
+
+
+def oversized(name: str, size: int | None) -> str | None:
+    """'<name> is N MB, over the M MB ...' when a metadata file is larger than any real one, else None."""
+    most = limit_of(name)
+    if most is None or size is None or size <= most:
+        return None
+    return f"{name} is {size / MB:,.0f} MB, over the {most // MB} MB any real checkpoint's {name} stays under"
+
+
+def first_oversized(folder: Path) -> str | None:
+    """The first oversized metadata file in a checkpoint folder, as ``oversized`` says it, or None."""
+    for file in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if file.is_file() and (said := oversized(file.name, file.stat().st_size)):
+            return said
+    return None
