@@ -11,3 +11,18 @@ def takes_cached_chunks(model) -> bool:
     from fla.layers.mamba2 import Mamba2
 
     return not any(isinstance(module, (Mamba, Mamba2)) for module in model.modules())
+
+
+def learned_positions(model) -> tuple[str, int] | None:
+    """(module name, positions) where the model has a learned absolute position table (GPT-2's ``wpe``, OPT's
+    ``embed_positions``): a sequence longer than the table indexes past it. None for RoPE, ALiBi and the
+    recurrent families, which take any length (however well they extrapolate)."""
+    import torch
+
+    tokens = model.get_input_embeddings()
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding) and module is not tokens and (
+                "pos" in name.rsplit(".", 1)[-1] or name.endswith("wpe")):
+            offset = getattr(module, "offset", 0)  # OPT's table starts two rows in
+            return name, module.num_embeddings - offset
+    return None

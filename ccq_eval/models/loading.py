@@ -19,6 +19,7 @@ import torch
 
 from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
 from ccq_eval.errors import BadInput
+from ccq_eval.models.capabilities import learned_positions
 from ccq_eval.models.file_limits import first_oversized
 
 # fla ops that assert on float32 inputs on CUDA (fla 0.6: ChunkDeltaRuleFunction "use bfloat16")
@@ -374,6 +375,7 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         "dtype": str(torch_dtype).replace("torch.", ""),
         "device": str(target),
         "backend": "torch-cpu" if target.type == "cpu" else "fla-triton",
+        "learned_positions": learned_positions(model),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "fla": fla.__version__, "ccq_eval": __version__},
     }

@@ -147,6 +147,7 @@ class SuiteRunner:
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
+        self._check_positions()
         self.label = default_label(r)
         for plan in self.plans:
             plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
@@ -160,6 +161,19 @@ class SuiteRunner:
             r.store, readonly=r.dry_run)
         self.units = select_shard([unit for plan in self.plans for unit in self.units_of(plan)], shard)
         return self
+
+    def _check_positions(self) -> None:
+        """A model with a learned position table cannot read past it: longer contexts are refused up front."""
+        table = self.evaluand.provenance.get("learned_positions")
+        if not table:
+            return
+        name, positions = table
+        for plan in self.plans:
+            if (needed := plan.driver.max_length()) > positions:
+                what = (f"--lengths up to {positions}" if not plan.suite.fixed_lengths
+                        else f"another suite (its window is fixed at {needed})")
+                raise SuiteError(f"model {self.request.model!r}: its learned position table ({name}) has {positions} "
+                                 f"positions, and the {plan.suite.name} suite needs {needed} tokens; pass {what}")
 
     def units_of(self, plan: SuitePlan) -> list[Unit]:
         prov = self.evaluand.provenance

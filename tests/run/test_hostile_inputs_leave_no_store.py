@@ -133,3 +133,40 @@ def test_labels_with_latex_and_path_characters_are_escaped_everywhere(tmp_path, 
     assert r"gla/../x & 50% \_{tiny} \#1 \|pipe\|" in md
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["sniah.csv", "sniah.md", "sniah.tex"]
     assert all(".." not in p.name for p in (tmp_path / "raw").rglob("*"))  # raw JSON named by task, not label
+
+
+@pytest.mark.parametrize("suite,lengths,fragment", [
+    ("sniah", "1k", "(transformer.wpe) has 256 positions, and the sniah suite needs 1024 tokens; pass --lengths up to 256"),
+    ("lm", None, "the lm suite needs 2048 tokens; pass another suite (its window is fixed at 2048)"),
+])
+def test_contexts_past_a_learned_position_table_are_refused(tmp_path, capsys, suite, lengths, fragment):
+    """GPT-2 reads positions from a learned table: a longer context indexes past it (a crash on CPU, a device
+    assert on CUDA). Refused up front in one line; no store."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=260, n_positions=256, n_embd=32, n_layer=1, n_head=2))
+    folder = save_checkpoint(model, tmp_path / "gpt2-tiny")
+    store = tmp_path / "ccq.db"
+    argv = ["--model", str(folder), "--suite", suite, "--samples", "2", "--device", "cpu", "--store", str(store)]
+    if suite == "lm":
+        (tmp_path / "d" / "lm").mkdir(parents=True)
+        (tmp_path / "d" / "lm" / "piqa.jsonl").write_text(json.dumps({"goal": "g", "sol1": "a", "sol2": "b", "label": 0}))
+        argv += ["--tasks", "piqa", "--data-dir", str(tmp_path / "d")]
+    capsys.readouterr()
+    assert main(argv + (["--lengths", lengths] if lengths else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and "\n" not in err and err.startswith("ccq-eval: error:"), err
+    assert not store.exists()
+
+
+def test_a_context_within_a_learned_position_table_runs(tmp_path):
+    from ccq_eval.models.capabilities import learned_positions
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=260, n_positions=1024, n_embd=32, n_layer=1, n_head=2))
+    assert learned_positions(model) == ("transformer.wpe", 1024)
+    assert learned_positions(tiny_model("gla")) is None
+    folder = save_checkpoint(model, tmp_path / "gpt2-tiny")
+    assert main(["--model", str(folder), "--suite", "sniah", "--tasks", "1", "--lengths", "1k", "--samples", "1",
+                 "--device", "cpu", "--store", str(tmp_path / "s.db")]) == 0
