@@ -39,7 +39,7 @@ class LongBenchDriver:
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         spec = TASKS[self.key(task)]
-        settings = {"max_length": length, "max_gen_toks": spec.max_gen, "truncation": "middle (LongBench pred.py)",
+        settings = {"max_gen_toks": spec.max_gen, "truncation": "middle (LongBench pred.py)",
                     "metric": spec.metric, "first_line": spec.first_line, "task_version": spec.version}
         data_key = {"records": self.records_hash[self.key(task)], "tokenizer": self.tokenizer_fp}
         return settings, data_key

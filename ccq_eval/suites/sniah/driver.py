@@ -58,8 +58,7 @@ class SniahDriver:
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         essay = sniah.VARIANTS[task].haystack == "essay"
         settings = {
-            # the budget this unit is evaluated under (the wrapper is set to it for the unit's evaluation)
-            "max_length": length, "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
+            "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
             "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
         }
         plan = self.plan
