@@ -164,27 +164,41 @@ def test_a_suite_registered_through_the_interface_runs_end_to_end(monkeypatch, t
     assert [tuple(r) for r in rows] == [("toy_a", 8, 8.0), ("toy_a", 16, 16.0), ("toy_b", 8, 8.0), ("toy_b", 16, 16.0)]
 
 
-def test_committed_longbench_yamls_equal_the_generated_ones():
-    from ccq_eval.suites.longbench.tasks import TASKS
-    from ccq_eval.suites.longbench.yamls import generated
+def suites_with_task_files() -> list[str]:
+    from ccq_eval.suites import SUITES
 
-    folder = REPO / "tasks" / "longbench"
-    expected = generated()
-    assert len(expected) == len(TASKS) == 14
-    committed = {p.name: p.read_text() for p in folder.glob("longbench_*.yaml")}
+    return [name for name, suite in SUITES.items() if suite.task_files()]
+
+
+def test_every_task_folder_belongs_to_a_suite_that_generates_it():
+    folders = sorted(p.name for p in (REPO / "tasks").iterdir() if p.is_dir() and not p.name.startswith("__"))
+    assert folders == sorted(suites_with_task_files()) and len(folders) == 3
+
+
+@pytest.mark.parametrize("suite", suites_with_task_files())
+def test_committed_task_yamls_equal_the_generated_ones(suite):
+    """tasks/<suite>/ holds the shared _<suite>_yaml, utils.py and exactly the YAMLs the suite's table generates."""
+    from ccq_eval.suites import get_suite
+
+    expected = get_suite(suite).task_files()
+    assert set(expected) == {f"{task}.yaml" for task in get_suite(suite).all_tasks}
+    committed = {p.name: p.read_text() for p in (REPO / "tasks" / suite).glob("*.yaml")}
     assert committed == expected
 
 
-def test_the_generated_yaml_carries_the_tables_budget():
-    """A change to the table shows up in the YAML (the comparison above can fail)."""
+def test_the_generated_yaml_carries_the_tables_values():
+    """A change to a table shows up in its YAML (the comparison above can fail)."""
     import dataclasses
 
-    from ccq_eval.suites.longbench.tasks import TASKS
-    from ccq_eval.suites.longbench.yamls import task_yaml
+    from ccq_eval.suites import get_suite
+    from ccq_eval.suites.longbench import tasks as longbench_tasks
 
-    changed = dataclasses.replace(TASKS["qasper"], max_gen=999)
-    assert "max_gen_toks: 999" in task_yaml(changed) and "max_gen_toks: 128" in task_yaml(TASKS["qasper"])
-    assert "longbench_key: qasper\n" in task_yaml(TASKS["qasper"])
+    changed = dataclasses.replace(longbench_tasks.TASKS["qasper"], max_gen=999)
+    assert "max_gen_toks: 999" in longbench_tasks.generation_yaml(changed)
+    yaml = get_suite("longbench").task_files()["longbench_qasper.yaml"]
+    assert "max_gen_toks: 128\n" in yaml and "longbench_key: qasper\n" in yaml
+    assert "sniah_task: sniah_3\n" in get_suite("sniah").task_files()["sniah_3.yaml"]
+    assert "corpus: essays\n" in get_suite("longppl").task_files()["longppl_essays.yaml"]
 
 
 def test_a_scoped_environment_variable_is_restored_set_or_unset(monkeypatch):

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_throughput.py --dry-run: the script a lent GPU runs, run here at toy sizes on CPU; its
+"""benchmarks/gpu_throughput.py --dry-run: the GPU check script, run here at toy sizes on CPU; its
 fixed output format (RESULT and RATIO lines, the JSON records) is what later runs are compared by."""
 
 import json

@@ -86,6 +86,10 @@ class Suite(ABC):
         """figure name -> draw(store) -> matplotlib Figure | None"""
         return {}
 
+    def task_files(self) -> dict[str, str]:
+        """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
+        return {}
+
     def fetchable(self) -> tuple[str, ...]:
         """What `ccq-eval data fetch <suite> --corpora` accepts (every one by default)."""
         return ()

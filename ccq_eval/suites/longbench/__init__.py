@@ -1,6 +1,6 @@
 """LongBench's 14 English tasks: everything only this suite knows.
 
-tasks.py (the one table of tasks: prompts, budgets, metrics; the YAMLs are generated from it),
+tasks.py (the one table of tasks: prompts, budgets, metrics; tasks/longbench's YAMLs are generated from it),
 data.py (records, middle truncation, built prompts frozen in the cache), plugin.py (what
 tasks/longbench calls), metrics.py + scoring.py (the official metrics and eval.py), driver.py,
 tables.py. Importing this module imports none of them.
@@ -21,6 +21,13 @@ class LongBenchSuite(Suite):
         from ccq_eval.suites.longbench import tables
 
         return {"longbench": tables.score_table}
+
+    def task_files(self):
+        from ccq_eval.suites.longbench.tasks import TASKS, generation_yaml
+        from ccq_eval.suites.task_files import task_yaml
+
+        return {f"longbench_{t.key}.yaml": task_yaml(self.name, f"longbench_{t.key}", {"longbench_key": t.key},
+                                                     t.version, more=generation_yaml(t)) for t in TASKS.values()}
 
     def fetchable(self):
         from ccq_eval.suites.longbench.tasks import TASKS

@@ -2,7 +2,7 @@
 c5ea10bcd06285223c58dfed76bbc92d22273709, the last to change LongBench/config/ and the scorer):
 the prompt (dataset2prompt.json, byte for byte, typos included), the generation budget
 (dataset2maxlen.json), the metric (eval.py's dataset2metric), eval.py's first-line rule, and
-pred.py's newline stop for samsum. The task YAMLs in tasks/longbench are generated from it (yamls.py).
+pred.py's newline stop for samsum. The task YAMLs in tasks/longbench are generated from it (Suite.task_files).
 
 These are read from the official files, not from lm-eval's LongBench port, whose prompts differ for
 triviaqa and samsum ("\\n{input}" for "\\n\\n{input}") and for lcc and repobench-p (no final newline).
@@ -76,3 +76,13 @@ TASKS: dict[str, LongBenchTask] = {t.key: t for t in (
     LongBenchTask("lcc", 64, "code_sim_score", False, _CODE + "Next line of code:\n", version=1.1),
     LongBenchTask("repobench-p", 64, "code_sim_score", False, _CODE + "{input}Next line of code:\n", version=1.1),
 )}
+
+
+def generation_yaml(task: LongBenchTask) -> str:
+    """The task's generation settings in its YAML: pred.py's budget, greedy, samsum's newline stop."""
+    return ("generation_kwargs:\n"
+            f"  max_gen_toks: {task.max_gen}\n"
+            "  do_sample: false\n"
+            "  temperature: 0.0\n"
+            "  until: []\n"
+            + ('  eos_strings: ["\\n"]\n' if task.stop_at_newline else ""))

@@ -10,6 +10,9 @@ from __future__ import annotations
 from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
 
 
+TASK_VERSION = 1.0  # of the task plugins in tasks/longppl (the selection has its own version)
+
+
 class LongpplSuite(Suite):
     def driver(self, plan):
         from ccq_eval.suites.longppl.driver import LongpplDriver
@@ -25,6 +28,12 @@ class LongpplSuite(Suite):
         from ccq_eval.suites.longppl import tables
 
         return {"longppl": tables.curves_figure}
+
+    def task_files(self):
+        from ccq_eval.suites.task_files import task_yaml
+
+        return {f"{task}.yaml": task_yaml(self.name, task, {"corpus": self.short(task)}, TASK_VERSION)
+                for task in self.all_tasks}
 
     def fetchable(self):
         from ccq_eval.suites.longppl.corpora import CORPORA

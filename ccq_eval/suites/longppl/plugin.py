@@ -12,6 +12,11 @@ from ccq_eval.data.tokenizers import load_tokenizer
 from ccq_eval.suites.longppl import corpora
 
 
+def dataset(corpus: str, **metadata) -> dict[str, datasets.Dataset]:
+    """``corpus`` comes from the task YAML's dataset_kwargs, the rest from the metadata."""
+    return dataset_for_corpus(corpus, **metadata)
+
+
 def dataset_for_corpus(corpus: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
                        l_max: int | None = None, data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
     if not tokenizer or not max_seq_lengths or not l_max:

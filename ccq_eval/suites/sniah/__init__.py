@@ -27,6 +27,12 @@ class SniahSuite(Suite):
 
         return {"sniah-depth": tables.depth_figure}
 
+    def task_files(self):
+        from ccq_eval.suites.sniah.driver import TASK_VERSION
+        from ccq_eval.suites.task_files import task_yaml
+
+        return {f"{task}.yaml": task_yaml(self.name, task, {"sniah_task": task}, TASK_VERSION) for task in self.tasks}
+
 
 SUITE = SniahSuite(
     name="sniah",

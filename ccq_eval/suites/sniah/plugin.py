@@ -12,6 +12,11 @@ from ccq_eval.suites.sniah.data import VARIANTS, load_or_generate
 from ccq_eval.suites.sniah.haystack import load_haystack
 
 
+def dataset(sniah_task: str, **metadata) -> dict[str, datasets.Dataset]:
+    """``sniah_task`` comes from the task YAML's dataset_kwargs, the rest from the metadata."""
+    return dataset_for_task(sniah_task, **metadata)
+
+
 def dataset_for_task(task: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples: int = 500,
                      seed: int = 0, haystack: str | None = None, **_) -> dict[str, datasets.Dataset]:
     if not tokenizer or not max_seq_lengths:

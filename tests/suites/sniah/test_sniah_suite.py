@@ -253,3 +253,25 @@ def test_records_reach_lm_eval_in_process_under_the_plugins_own_config(tokenizer
     assert {k: v for k, v in config.items() if k != "custom_dataset"} == {k: v for k, v in stock.items()
                                                                          if k != "custom_dataset"}
     assert [r["index"] for r in config["custom_dataset"]()["test"]] == [0, 1, 2]
+
+def test_stock_lm_eval_builds_the_records_ccq_eval_builds(tokenizer_dir):
+    """tasks/sniah under stock lm-eval (--include_path, metadata as its README says): the generated YAML names
+    the task's data function and it builds, from the metadata, the records ccq-eval's driver evaluates."""
+    from lm_eval.tasks import TaskManager, get_task_dict
+    from transformers import AutoTokenizer
+
+    from ccq_eval.lm.harness import TASKS_DIR
+    from ccq_eval.suites.sniah import data as sniah
+    from ccq_eval.suites.sniah.haystack import load_haystack
+
+    manager = TaskManager(include_path=str(TASKS_DIR / "sniah"), include_defaults=False,
+                          metadata={"tokenizer": str(tokenizer_dir), "max_seq_lengths": [1024], "num_samples": 3,
+                                    "seed": 5})
+    for task in ("sniah_1", "sniah_3"):
+        built = get_task_dict([task], manager)[task]
+        from_lm_eval = [dict(r) for r in built.dataset["test"]]
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+        hay = load_haystack() if task == "sniah_3" else None
+        ours = sniah.load_or_generate(task, tokenizer, 1024, 3, 5, hay)[0]
+        assert [r["input"] for r in from_lm_eval] == [r["input"] for r in ours] and len(ours) == 3
+        assert [r["outputs"] for r in from_lm_eval] == [r["outputs"] for r in ours]

@@ -1,0 +1,39 @@
+"""The per-task YAMLs of tasks/<suite>/ (what stock lm-eval users point ``--include_path`` at), generated from
+each suite's task table, lm-eval's own ``_generate_config.py`` habit. Each suite says what its files hold
+(``Suite.task_files``); a test checks that the committed files equal these.
+
+    python -m ccq_eval.suites.task_files tasks      # rewrite every suite's YAMLs after editing a table
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HEADER = "# Generated from the {suite} suite's task table by ccq_eval/suites/task_files.py; edit the table, not this file.\n"
+
+
+def task_yaml(suite: str, task: str, dataset_kwargs: dict[str, str], version: float, more: str = "") -> str:
+    """One task: the suite's shared ``_<suite>_yaml``, the task's name, its data function (``utils.dataset``,
+    told by ``dataset_kwargs`` which task to build) and its version; ``more`` is YAML the task adds."""
+    kwargs = "".join(f"  {key}: {value}\n" for key, value in dataset_kwargs.items())
+    return (HEADER.format(suite=suite) + f"include: _{suite}_yaml\n" f"task: {task}\n"
+            "custom_dataset: !function utils.dataset\n" f"dataset_kwargs:\n{kwargs}" + more
+            + f"metadata:\n  version: {version}\n")
+
+
+def write(root: Path) -> list[Path]:
+    """Every registered suite's task files under root/<suite>/."""
+    from ccq_eval.suites import SUITES
+
+    paths = []
+    for suite in SUITES.values():
+        for name, text in suite.task_files().items():
+            (root / suite.name / name).write_text(text)
+            paths.append(root / suite.name / name)
+    return paths
+
+
+if __name__ == "__main__":
+    for path in write(Path(sys.argv[1] if len(sys.argv) > 1 else "tasks")):
+        print(path)
