@@ -94,10 +94,10 @@ class ScriptedDriver:
         return {"max_length": length}, {"scripted": task}
 
     def run_units(self, units):
-        from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+        from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
 
         def outcome(unit):
             value = self.values.get(unit.context_length, float(unit.context_length))
-            return UnitOutcome("complete", metrics=[self.plan.metric("score", value, stderr=0.5, is_primary=True)])
+            return UnitOutcome("complete", metrics=[Metric("score", value, stderr=0.5, is_primary=True)])
 
         return evaluate_each(units, outcome)

@@ -41,7 +41,7 @@ SUITE = ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(32, 64),
 
 TOY_DRIVER = '''import torch
 
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
 
 TEXT = "the quick brown fox jumps over the lazy dog " * 8
 
@@ -69,7 +69,7 @@ class ToyDriver:
             with torch.no_grad():
                 nll = float(torch.nn.functional.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:]))
             scale = float(self.plan.request.options.get("toy-scale", "1")) * (2 if unit.task == "toy_b" else 1)
-            return UnitOutcome("complete", metrics=[self.plan.metric("score", nll * scale, is_primary=True)])
+            return UnitOutcome("complete", metrics=[Metric("score", nll * scale, is_primary=True)])
 
         return evaluate_each(units, outcome)
 '''

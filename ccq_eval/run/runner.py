@@ -8,6 +8,7 @@ prompt) is checked before the first write: bad input leaves the store untouched.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import signal
@@ -80,9 +81,9 @@ def untrusted_number(outcome: UnitOutcome) -> str | None:
     """A metric that is NaN or infinite cannot be trusted: the reason its unit fails, or None."""
     for m in outcome.metrics:
         for field in ("value", "stderr"):
-            number = m.get(field)
+            number = getattr(m, field)
             if number is not None and not math.isfinite(number):
-                return f"NonFiniteMetric: {m['metric']} {field} is {number}; the number cannot be trusted"
+                return f"NonFiniteMetric: {m.name} {field} is {number}; the number cannot be trusted"
     return None
 
 
@@ -118,9 +119,6 @@ class SuitePlan:
     @property
     def evaluand(self) -> Evaluand:
         return self.runner.evaluand
-
-    def metric(self, name: str, value: float, **extra) -> dict:
-        return metric_row(self.runner.label, self.request.model, name, value, **extra)
 
 
 class SuiteRunner:
@@ -303,13 +301,16 @@ class SuiteRunner:
             return {"status": "failed", "reason": outcome.reason}
         if outcome.raw is not None:
             self._save_raw(run_id, unit, outcome.raw)
-        unit_id = self.store.write_unit(record, outcome.metrics, outcome.samples, replace=self.request.force)
-        primary = next(m for m in outcome.metrics if m.get("is_primary"))
+        metrics = [metric_row(self.label, self.request.model, m.name, m.value, stderr=m.stderr, n=m.n,
+                              higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
+        samples = [dataclasses.asdict(s) for s in outcome.samples]
+        unit_id = self.store.write_unit(record, metrics, samples, replace=self.request.force)
+        primary = next(m for m in outcome.metrics if m.is_primary)
         if unit_id is None:  # another process stored this unit key first: the store keeps that one result
-            return {"status": "complete", "unit_id": None, "score": primary["value"],
+            return {"status": "complete", "unit_id": None, "score": primary.value,
                     "note": "another run stored this unit first; its result is kept"}
-        return {"status": "complete", "unit_id": unit_id, "score": primary["value"],
-                "note": fewer_than_asked(primary.get("n"), unit.settings.get("samples"))}
+        return {"status": "complete", "unit_id": unit_id, "score": primary.value,
+                "note": fewer_than_asked(primary.n, unit.settings.get("samples"))}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
         if self.request.store.startswith("file:"):

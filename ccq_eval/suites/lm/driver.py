@@ -6,7 +6,7 @@ from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, check_records,
                                      local_file, records_dataset, sha256, splits_named, task_config)
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each
+from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
 
 CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the other items are short
 
@@ -62,7 +62,7 @@ class LmDriver:
             value, stderr = results[f"{name},none"], results.get(f"{name}_stderr,none")
             scale = 1.0 if name in PERPLEXITIES else 100.0
             stderr = stderr * scale if isinstance(stderr, (int, float)) else None
-            metrics.append(plan.metric(name, value * scale, stderr=stderr, n=n, higher_is_better=name not in PERPLEXITIES,
-                                    is_primary=name == primary))
+            metrics.append(Metric(name, value * scale, stderr=stderr, n=n, higher_is_better=name not in PERPLEXITIES,
+                                  is_primary=name == primary))
         return UnitOutcome(status="complete", metrics=metrics, samples=[], settings={"n_samples": n},
                            fingerprint=sha256(local) if local else None, raw=without_samples(out))

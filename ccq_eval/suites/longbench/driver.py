@@ -9,7 +9,8 @@ from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprin
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.longbench import data as longbench
 from ccq_eval.suites.longbench.tasks import TASKS
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
+from ccq_eval.suites.outcomes import (Metric, Sample, UnitOutcome, evaluate_each, logged_entries, mean_metric,
+                                     prediction_counts)
 
 
 class LongBenchDriver:
@@ -59,23 +60,18 @@ class LongBenchDriver:
                        unit.context_length)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        samples, scores = [], []
+        samples = []
         for entry, score in logged_entries(out, unit.task, len(docs)):
             doc = entry["doc"]
-            scores.append(score)
             prediction = entry["filtered_resps"][0]
-            samples.append({"idx": doc["index"], "target": doc["answers"][0] if doc["answers"] else "",
-                            "prediction": prediction, "score": score, "prompt_sha256": stable_hash(doc["prompt"]),
-                            "fields": {"truncated_tokens": doc["truncated_tokens"], "prompt_tokens": doc["prompt_tokens"],
-                                       "id": doc["id"], "empty_prediction": not prediction.strip()}})
-        n = len(scores)
-        mean, stderr = mean_and_stderr(scores)
-        truncated = sum(1 for s in samples if s["fields"]["truncated_tokens"] > 0)
-        empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
-        extra = {"n_samples": n, "truncated_prompts": truncated, "empty_predictions": empty}
-        if empty == n:
-            extra["warning"] = "every prediction is empty"
-        metrics = [plan.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
-                   plan.metric("truncated_prompts", float(truncated), n=n, higher_is_better=False)]
+            samples.append(Sample(doc["index"], score, target=doc["answers"][0] if doc["answers"] else "",
+                                  prediction=prediction, prompt_sha256=stable_hash(doc["prompt"]),
+                                  fields={"truncated_tokens": doc["truncated_tokens"],
+                                          "prompt_tokens": doc["prompt_tokens"], "id": doc["id"],
+                                          "empty_prediction": not prediction.strip()}))
+        truncated = sum(1 for s in samples if s.fields["truncated_tokens"] > 0)
+        extra = {**prediction_counts(samples), "truncated_prompts": truncated}
+        metrics = [mean_metric("score", [s.score for s in samples], is_primary=True),
+                   Metric("truncated_prompts", float(truncated), n=len(samples), higher_is_better=False)]
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
                            settings=extra, raw=without_samples(out))

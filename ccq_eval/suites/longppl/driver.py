@@ -9,7 +9,7 @@ from ccq_eval.data.cache import load_or_build, stable_hash
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
-from ccq_eval.suites.outcomes import UnitOutcome, failure, mean_and_stderr
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, failure, mean_metric
 
 ENGINES = ("one-pass", "lm-eval")
 BUCKET = 1024  # tokens per position bucket in the per-position view
@@ -102,26 +102,24 @@ class LongpplDriver:
         return results
 
     def _outcome(self, unit, nll_sums: list[float], buckets, raw=None) -> UnitOutcome:
-        plan = self.plan
         selection = self.selections[unit.task]
         L = unit.context_length
         tokens = L * len(nll_sums)
         total = sum(nll_sums)
         ppl = perplexity(total, tokens)
-        metrics = [plan.metric("perplexity", ppl, n=len(nll_sums), higher_is_better=False, is_primary=True),
-                   plan.metric("nll_sum", total, n=len(nll_sums), higher_is_better=False),
-                   plan.metric("tokens", float(tokens), n=len(nll_sums), higher_is_better=False)]
-        if len(nll_sums) > 1:  # every sequence has L tokens: log ppl is the mean of per-sequence means
-            per_sequence = [value / L for value in nll_sums]
-            mean, stderr = mean_and_stderr(per_sequence)
-            metrics.append(plan.metric("nll_per_token", mean, stderr=stderr, n=len(nll_sums), higher_is_better=False))
+        n = len(nll_sums)
+        metrics = [Metric("perplexity", ppl, n=n, higher_is_better=False, is_primary=True),
+                   Metric("nll_sum", total, n=n, higher_is_better=False),
+                   Metric("tokens", float(tokens), n=n, higher_is_better=False)]
+        if n > 1:  # every sequence has L tokens: log ppl is the mean of per-sequence means
+            metrics.append(mean_metric("nll_per_token", [value / L for value in nll_sums], higher_is_better=False))
         samples = []
         for index, (value, name) in enumerate(zip(nll_sums, selection.names)):
             fields = {"nll_sum": value, "tokens": L, "source": name}
             if buckets is not None:
                 fields["bucket_nll"] = buckets[index]
                 fields["bucket_tokens"] = BUCKET
-            samples.append({"idx": index, "target": name, "prediction": None, "score": perplexity(value, L),
-                            "prompt_sha256": stable_hash(selection.sequences[index][: L + 1]), "fields": fields})
+            samples.append(Sample(index, perplexity(value, L), target=name,
+                                  prompt_sha256=stable_hash(selection.sequences[index][: L + 1]), fields=fields))
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=selection.fingerprint,
                            settings={"n_sequences": len(nll_sums)}, raw=raw)

@@ -10,7 +10,8 @@ from ccq_eval.data.cache import stable_hash
 from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.base import format_length
-from ccq_eval.suites.outcomes import UnitOutcome, evaluate_each, logged_entries, mean_and_stderr
+from ccq_eval.suites.outcomes import (Metric, Sample, UnitOutcome, evaluate_each, logged_entries, mean_metric,
+                                     prediction_counts)
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix
@@ -121,33 +122,24 @@ class SniahDriver:
             return None
         entries = logged_entries(out, unit.task, len(records))
         nlls, from_prefill = self._answer_nlls([entry["doc"] for entry, _ in entries], hooks, keys)
-        samples, scores = [], []
+        samples = []
         for (entry, score), nll in zip(entries, nlls):
             doc = entry["doc"]
-            scores.append(score)
             prediction = entry["filtered_resps"][0]
-            samples.append({
-                "idx": doc["index"], "target": doc["outputs"][0], "prediction": prediction, "score": score,
-                "prompt_sha256": stable_hash(sniah.prompt_of(doc)),
-                "fields": {"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
-                           "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
-                           "empty_prediction": not prediction.strip(),
-                           "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll},
-            })
-        n = len(scores)
-        mean, stderr = mean_and_stderr(scores)
-        correct = float(sum(1 for s in scores if s > 0))
-        empty = sum(1 for s in samples if s["fields"]["empty_prediction"])
-        metrics = [plan.metric("score", mean, stderr=stderr, n=n, higher_is_better=True, is_primary=True),
-                   plan.metric("correct", correct, n=n, higher_is_better=True, is_primary=False),
-                   plan.metric("answer_prefix", sum(s["fields"]["answer_prefix"] for s in samples) / n, n=n,
-                            higher_is_better=True)]
+            samples.append(Sample(
+                doc["index"], score, target=doc["outputs"][0], prediction=prediction,
+                prompt_sha256=stable_hash(sniah.prompt_of(doc)),
+                fields={"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
+                        "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
+                        "empty_prediction": not prediction.strip(),
+                        "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll}))
+        scores = [s.score for s in samples]
+        metrics = [mean_metric("score", scores, is_primary=True),
+                   Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores)),
+                   mean_metric("answer_prefix", [s.fields["answer_prefix"] for s in samples])]
         if all(v is not None for v in nlls):
-            metrics.append(plan.metric("answer_nll", sum(nlls) / n, n=n, higher_is_better=False))
-        extra = {"n_samples": n, "empty_predictions": empty,
-                 # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
-                 "answer_nll_from_prefill": from_prefill}
-        if empty == n:
-            extra["warning"] = "every prediction is empty"  # a weak model is a result, not a failure
+            metrics.append(Metric("answer_nll", sum(nlls) / len(nlls), n=len(nlls), higher_is_better=False))
+        # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
+        extra = {**prediction_counts(samples), "answer_nll_from_prefill": from_prefill}
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
                            settings=extra, raw=without_samples(out))
