@@ -95,7 +95,7 @@ CHECKPOINTS = [  # (id, mutation, extra flags, message)
     ("index shard missing", sharded({"weight_map": {"w": "model-00002.safetensors"}}), (), "is missing"),
     ("tokenizer.json of the wrong shape", write("tokenizer.json", '{"foo": 1}'), (), "tokenizer cannot be loaded"),
     ("tokenizer.json not JSON", write("tokenizer.json", "{{{"), (), "tokenizer cannot be loaded"),
-    ("corrupt pickle with --allow-pickle", pickled_garbage, ("--allow-pickle",), "weights do not match config.json"),
+    ("corrupt pickle with --allow-pickle", pickled_garbage, ("--allow-pickle",), "is not a readable pickle checkpoint"),
     ("zero-byte weights", write("model.safetensors", b""), (), "re-download or re-save the checkpoint"),
     ("model_type llama over GLA fields", config_edit(model_type="llama"), (),
      "config.json cannot be read as a 'llama' config"),
