@@ -11,8 +11,9 @@ Output format (fixed, so runs can be compared later): one line per measurement,
     RATIO model=<ccq name> backbone=<name> phase=<phase> throughput_ratio=<ccq / backbone>
 
 and the same records as JSON (--out). Medians over --repeats timed runs after one warm-up; CUDA is
-synchronised around every timed region. Prefill: one forward over B x T tokens. Decode: `--decode`
-single-token steps with the model's cache after a prefill of `--prefill` tokens (the prefill not timed).
+synchronised around every timed region (CUDA events). The timing is the efficiency suite's
+(ccq_eval/suites/efficiency/measure.py): prefill, one forward over B x T tokens with the cache on; decode,
+`--decode` single-token steps with the model's cache after that prefill (the prefill not counted in it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -54,42 +54,16 @@ def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
     return AutoModelForCausalLM.from_config(config).to(device=device, dtype=dtype).eval()
 
 
-def sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def timed(fn, device: str, repeats: int) -> float:
-    fn()  # warm-up: kernels compiled and autotuned outside the timed runs
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-@torch.no_grad()
 def measure(model, batch: int, prefill: int, decode: int, device: str, repeats: int, vocab: int) -> dict:
+    """The efficiency suite's measurement (one code path for the numbers): one warm-up, then `repeats` runs of
+    a prefill of B x T tokens and `decode` steps from its cache; medians."""
+    from ccq_eval.suites.efficiency.measure import measure_once
+
     ids = torch.randint(0, vocab, (batch, prefill), device=device)
-    prefill_s = timed(lambda: model(ids, use_cache=False), device, repeats)
-
-    def decoding():
-        out = model(ids, use_cache=True)
-        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        sync(device)
-        start = time.perf_counter()
-        for _ in range(decode):
-            out = model(token, past_key_values=cache, use_cache=True)
-            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        sync(device)
-        return time.perf_counter() - start
-
-    decoding()  # warm-up
-    decode_s = statistics.median(decoding() for _ in range(repeats))
-    return {"prefill": (prefill_s, batch * prefill), "decode": (decode_s, batch * decode)}
+    measure_once(model, ids, decode)  # warm-up: kernels compiled and autotuned outside the timed runs
+    runs = [measure_once(model, ids, decode) for _ in range(repeats)]
+    return {"prefill": (statistics.median(r.prefill_s for r in runs), batch * prefill),
+            "decode": (statistics.median(r.decode_s for r in runs), batch * decode)}
 
 
 def main(argv=None) -> int:

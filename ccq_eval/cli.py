@@ -2,9 +2,9 @@
 
     ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
     ccq-eval runs [--delete ID]
-    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench|seeds] [--format csv|latex|md]
+    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench|efficiency|seeds] [--format csv|latex|md]
                     [--ci] [--reference] [--baseline LABEL] [--out DIR]
-    ccq-eval curves [--figure longppl|sniah-depth] [--out DIR]
+    ccq-eval curves [--figure longppl|sniah-depth|efficiency] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
     ccq-eval ingest OTHER.db ... [--store results/ccq.db]
     ccq-eval zoo build [--steps N] [--models gla-tiny,...]
@@ -78,7 +78,7 @@ def _suite_options(args) -> dict[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ccq_eval.suites import SUITES
+    from ccq_eval.suites import ALL_ORDER, SUITES
 
     parser = _Parser(prog="ccq-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer), zoo:<name>, "
                      "or ORG/NAME[@REVISION] on the Hugging Face Hub")
     run.add_argument("--suite", required=True, help=f"suite to run: {', '.join(SUITES)}, or all "
-                                                    "(every suite, one run record)")
+                                                    f"({', '.join(ALL_ORDER)} in one run record)")
     run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
     run.add_argument("--lengths", help="context budgets in tokens of the model's tokenizer, e.g. 1k,2k,4k,8k (k = 1024); "
                                        "S-NIAH: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)")
@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
-    tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, seeds (mean ± sd over NAME, NAME-s1, ...), "
+    tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, efficiency, seeds (mean ± sd over NAME, "
+                                                        "NAME-s1, ...), "
                                                         "all (default)")
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
@@ -132,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     curves = sub.add_parser("curves", help="draw figures from the store")
     _add_store(curves)
-    curves.add_argument("--figure", help="which figure: longppl, sniah-depth (default: every figure with data)")
+    curves.add_argument("--figure", help="which figure: longppl, sniah-depth, efficiency (default: every figure with data)")
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
     ingest = sub.add_parser("ingest", help="merge stores from other machines or shards into --store (idempotent)")
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in")

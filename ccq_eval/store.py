@@ -348,7 +348,7 @@ class Store:
     def units_of_run(self, run_id: str) -> list[tuple[str, int, str]]:
         """(task, context length, status) of each unit a run stored, in the order it stored them."""
         return [tuple(r) for r in self.query("SELECT task, context_length, status FROM units WHERE run_id = ? "
-                                             "ORDER BY id", (run_id,))]
+                                             "ORDER BY rowid", (run_id,))]
 
     def labels_of_keys(self, keys: list[str]) -> list[str]:
         """The labels of the runs that hold complete units with these keys."""

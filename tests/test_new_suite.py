@@ -123,7 +123,7 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     shown = cli("run", "--help")
     text = " ".join(shown.stdout.split())  # argparse wraps at the terminal's width
     assert shown.returncode == 0 and "--toy-scale TOY-SCALE toy: multiplies the score" in text
-    assert "suite to run: lm, sniah, longppl, longbench, toy, or all" in text
+    assert "suite to run: lm, sniah, longppl, longbench, toy, efficiency, or all" in text
     ran = cli("--model", str(model), "--suite", "toy", "--toy-scale", "3", "--store", str(store), "--device", "cpu")
     assert ran.returncode == 0, ran.stderr[-2000:]
     rows = sqlite3.connect(store).execute(

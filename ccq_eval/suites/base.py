@@ -66,6 +66,7 @@ class Suite(ABC):
     options: tuple[SuiteOption, ...] = ()  # flags of `ccq-eval run` that only this suite reads
     seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
     fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)
+    in_all: bool = True  # run by --suite all (cost is measured on its own, on a quiet machine)
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")

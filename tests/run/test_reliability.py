@@ -310,7 +310,7 @@ def test_an_interrupt_just_after_a_unit_is_stored_counts_that_unit(tokenizer_dir
 
     monkeypatch.setattr(Store, "write_unit", write_then_interrupt)
     assert run_suite(request(store, lengths="1k,2k,4k", tasks="1"), oracle_loader(tokenizer_dir), out=lines.append) == 130
-    stored = sqlite3.connect(store).execute("SELECT task, context_length FROM units ORDER BY id").fetchall()
+    stored = sqlite3.connect(store).execute("SELECT task, context_length FROM units ORDER BY rowid").fetchall()
     assert stored == [("sniah_1", 1024), ("sniah_1", 2048)]
     assert lines[-1] == (f"interrupted; finished units: sniah_1@1024, sniah_1@2048 (2 stored in {store}). "
                          "Rerun the same command to resume.")

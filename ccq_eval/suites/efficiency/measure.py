@@ -1,0 +1,140 @@
+"""What one efficiency unit measures, on the model as loaded: a prefill of L random tokens (one forward with
+the cache on, logits for the last position only), then N single-token decoding steps from that cache; the
+cache's bytes as held by the model's own cache object after the prefill; the peak memory of the prefill.
+
+CUDA: timed with events after synchronisation, peak from ``max_memory_allocated`` above what was allocated
+before. CPU: ``perf_counter``, peak as the growth of the process's peak resident set (Linux ``VmHWM``, reset
+through ``/proc/self/clear_refs``; none where that cannot be reset)."""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+
+@dataclass(frozen=True)
+class Repeat:
+    prefill_s: float
+    decode_s: float
+    peak_bytes: int | None
+    cache_bytes: int
+
+
+def hardware(device: torch.device) -> str:
+    """The machine a number belongs to (part of a unit's identity): GPU name and capability, or the CPU model."""
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        return f"{torch.cuda.get_device_name(device)} (sm_{major}{minor})"
+    name = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    return f"{name} ({torch.get_num_threads()} torch threads)"
+
+
+def cache_bytes(cache) -> int:
+    """Bytes of every tensor the cache object holds (fla's layer states, transformers' key/value layers, CCQ's
+    statistics), each counted once, as its logical size (a view into a larger buffer counts what it shows)."""
+    seen_objects, seen_tensors, total = set(), set(), 0
+    stack = [cache]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen_objects or obj is None or isinstance(obj, (str, bytes, int, float, bool, type)):
+            continue
+        seen_objects.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            key = (obj.data_ptr(), tuple(obj.shape), obj.dtype)
+            if key not in seen_tensors:
+                seen_tensors.add(key)
+                total += obj.numel() * obj.element_size()
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__"):
+            stack.extend(vars(obj).values())
+    return total
+
+
+class _Clock:
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def now(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def seconds(self, start, end) -> float:
+        if self.device.type == "cuda":
+            end.synchronize()
+            return start.elapsed_time(end) / 1000
+        return end - start
+
+
+def _resident_kb(field: str) -> int | None:
+    status = Path("/proc/self/status")
+    if not status.is_file():
+        return None
+    for line in status.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return None
+
+
+class _PeakMemory:
+    """Peak memory above the level at start, over what runs between start() and stop()."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def start(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.base = torch.cuda.memory_allocated(self.device)
+            return
+        try:
+            Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident set
+            self.base = _resident_kb("VmRSS")
+        except OSError:
+            self.base = None
+
+    def stop(self) -> int | None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return torch.cuda.max_memory_allocated(self.device) - self.base
+        peak = _resident_kb("VmHWM")
+        return None if self.base is None or peak is None else max(0, peak - self.base) * 1024
+
+
+@torch.no_grad()
+def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
+    """One prefill of ``ids`` ([1, L]) and ``decode_steps`` greedy steps after it."""
+    device = ids.device
+    clock, peak = _Clock(device), _PeakMemory(device)
+    peak.start()
+    start = clock.now()
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    end = clock.now()
+    peak_bytes = peak.stop()
+    prefill_s = clock.seconds(start, end)
+    cache = out.past_key_values
+    held = cache_bytes(cache)
+    token = out.logits[:, -1:].argmax(-1)
+    start = clock.now()
+    for _ in range(decode_steps):
+        out = model(input_ids=token, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    end = clock.now()
+    return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held)

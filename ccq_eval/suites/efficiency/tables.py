@@ -1,0 +1,64 @@
+"""The efficiency table (rows = models; per length: prefill and decoding tokens/s, the cache in MB as measured
+and as counted from the config, peak MB) and the figure (each measure against context length, log scales)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ccq_eval.report.figures import label_colours, plot_label, pyplot
+from ccq_eval.report.frame import metrics_frame
+from ccq_eval.report.table import Table
+from ccq_eval.suites.base import format_length
+
+MB = 1 << 20
+# metric -> (column heading, scale, higher is better)
+COLUMNS = {"prefill_tokens_per_s": ("prefill tok/s", 1.0, True), "decode_tokens_per_s": ("decode tok/s", 1.0, True),
+           "cache_bytes": ("cache MB", MB, False), "cache_bytes_analytic": ("cache MB (config)", MB, False),
+           "peak_memory_bytes": ("peak MB", MB, False)}
+
+
+def cells(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = frame[(frame.suite == "efficiency") & frame.metric.isin(list(COLUMNS))].copy()
+    if rows.empty:
+        return pd.DataFrame()
+    rows["value"] = [v / COLUMNS[m][1] for v, m in zip(rows.value, rows.metric)]
+    rows["column"] = [f"{COLUMNS[m][0]} {format_length(L)}" for m, L in zip(rows.metric, rows.context_length)]
+    order = [f"{COLUMNS[m][0]} {format_length(L)}" for L in sorted(rows.context_length.unique()) for m in COLUMNS
+             if ((rows.metric == m) & (rows.context_length == L)).any()]
+    return rows.pivot(index="label", columns="column", values="value").reindex(columns=order)
+
+
+def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
+    values = cells(frame)
+    higher = {f"{heading} ": better for heading, _, better in COLUMNS.values()}
+    return Table(values=values, digits=2,
+                 higher_is_better=lambda column: next((b for h, b in higher.items() if column.startswith(h)), True),
+                 caption="Cost by context length: prefill and decoding throughput (tokens/s), the cache after the "
+                         "prefill as measured and as counted from the config, peak memory (MB)")
+
+
+def cost_figure(suite, store):
+    """Prefill tok/s, decode tok/s and cache MB against context length, one line per label."""
+    plt = pyplot()
+    frame = metrics_frame(store)
+    if frame.empty or frame[frame.suite == "efficiency"].empty:
+        return None
+    rows = frame[frame.suite == "efficiency"]
+    colours = label_colours(store)
+    shown = ("prefill_tokens_per_s", "decode_tokens_per_s", "cache_bytes")
+    fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.5), constrained_layout=True)
+    for ax, metric in zip(axes, shown):
+        heading, scale, _ = COLUMNS[metric]
+        sub = rows[rows.metric == metric]
+        for label in sorted(sub.label.unique()):
+            line = sub[sub.label == label].sort_values("context_length")
+            ax.plot(line.context_length / 1024, line.value / scale, marker="o", ms=3, color=colours[label],
+                    label=plot_label(label))
+        ax.set_title(heading)
+        ax.set_xlabel("context length (K tokens)")
+        ax.set_xscale("log", base=2)
+        if not sub.empty and (sub.value > 0).all():
+            ax.set_yscale("log")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, max(1, len(labels))))
+    return fig
