@@ -1,5 +1,5 @@
-"""The efficiency table (rows = models; per length: prefill and decoding tokens/s, the cache in MB as measured
-and as counted from the config, peak MB) and the figure (each measure against context length, log scales)."""
+"""The efficiency table (rows = models; per length: prefill and decoding tokens/s, the cache in MiB as measured
+and as counted from the config, peak MiB) and the figure (each measure against context length, log scales)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from ccq_eval.report.frame import metrics_frame
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
 
-MB = 1 << 20
+MIB = 1 << 20
 # metric -> (column heading, scale, higher is better)
 COLUMNS = {"prefill_tokens_per_s": ("prefill tok/s", 1.0, True), "decode_tokens_per_s": ("decode tok/s", 1.0, True),
-           "cache_bytes": ("cache MB", MB, False), "cache_bytes_analytic": ("cache MB (config)", MB, False),
-           "peak_memory_bytes": ("peak MB", MB, False)}
+           "cache_bytes": ("cache MiB", MIB, False), "cache_bytes_analytic": ("cache MiB (config)", MIB, False),
+           "peak_memory_bytes": ("peak MiB", MIB, False)}
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -34,11 +34,11 @@ def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
     return Table(values=values, digits=2,
                  higher_is_better=lambda column: next((b for h, b in higher.items() if column.startswith(h)), True),
                  caption="Cost by context length: prefill and decoding throughput (tokens/s), the cache after the "
-                         "prefill as measured and as counted from the config, peak memory (MB)")
+                         "prefill as measured and as counted from the config, peak memory (MiB)")
 
 
 def cost_figure(suite, store):
-    """Prefill tok/s, decode tok/s and cache MB against context length, one line per label."""
+    """Prefill tok/s, decode tok/s and cache MiB against context length, one line per label."""
     plt = pyplot()
     frame = metrics_frame(store)
     if frame.empty or frame[frame.suite == "efficiency"].empty:

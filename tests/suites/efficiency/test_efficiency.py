@@ -93,7 +93,7 @@ def test_a_run_stores_the_measures_per_length_resumes_and_renders(tmp_path, caps
     assert main(argv) == 0 and "already complete" in capsys.readouterr().out
     assert main(["tables", "--table", "efficiency", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
     header = (tmp_path / "t" / "efficiency.csv").read_text().splitlines()[0].split(",")
-    assert "prefill tok/s 64" in header and "cache MB (config) 256" in header
+    assert "prefill tok/s 64" in header and "cache MiB (config) 256" in header
     assert main(["curves", "--figure", "efficiency", "--store", str(store), "--out", str(tmp_path / "f")]) == 0
     assert (tmp_path / "f" / "efficiency.png").stat().st_size > 10_000
 
