@@ -163,7 +163,8 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     except errors.RemoteEntryNotFoundError as exc:
         raise HubError(f"{what} {at}: the repository has no such file ({_first_line(exc)}); its layout changed, "
                        "pin the commit that has it") from exc
-    except errors.LocalEntryNotFoundError as exc:
+    except (errors.LocalEntryNotFoundError, errors.RevisionResolutionError) as exc:
+        # neither the hub nor the cache answered (resolving a revision reports it as its own error)
         import huggingface_hub.constants as constants
 
         if _timed_out(exc):  # snapshot_download reports a hub that stopped answering as "no local entry"
@@ -175,16 +176,6 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
                        "network (or HF_ENDPOINT), or fetch once where the hub is reachable") from exc
     except errors.HfHubHTTPError as exc:
         raise HubError(f"{what} {at}: the hub answered {_first_line(exc)}; retry later") from exc
-    except errors.RevisionResolutionError as exc:  # neither the hub nor the cache's refs know the revision
-        import huggingface_hub.constants as constants
-
-        if _timed_out(exc):
-            raise HubError(_timeout_message(what, at)) from exc
-        if constants.HF_HUB_OFFLINE:
-            raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set and the HF cache holds no copy; run it once with "
-                           "network access (or unset HF_HUB_OFFLINE)") from exc
-        raise HubError(f"{what} {at}: the hub at {endpoint()} cannot be reached and the HF cache does not know this "
-                       "revision; check the network (or HF_ENDPOINT), or run it once where the hub is reachable") from exc
     except HubError:
         raise
     except (ValueError, KeyError, TypeError) as exc:  # JSON that is not JSON, or not the hub API's

@@ -516,18 +516,14 @@ def _state_member_size(archive: bytes, member: str, size: int) -> bytes:
 
     name = member.encode()
     data = bytearray(archive)
-    local = data.find(b"PK\x03\x04")
-    while local >= 0:
-        name_len = struct.unpack_from("<H", data, local + 26)[0]
-        if data[local + 30: local + 30 + name_len] == name:
-            struct.pack_into("<I", data, local + 22, size)
-        local = data.find(b"PK\x03\x04", local + 4)
-    central = data.find(b"PK\x01\x02")
-    while central >= 0:
-        name_len = struct.unpack_from("<H", data, central + 28)[0]
-        if data[central + 46: central + 46 + name_len] == name:
-            struct.pack_into("<I", data, central + 24, size)
-        central = data.find(b"PK\x01\x02", central + 4)
+    # (header signature, offset of the name's length, of the name, of the uncompressed size): APPNOTE 4.3.7, 4.3.12
+    for signature, length_at, name_at, size_at in ((b"PK\x03\x04", 26, 30, 22), (b"PK\x01\x02", 28, 46, 24)):
+        at = data.find(signature)
+        while at >= 0:
+            length = struct.unpack_from("<H", data, at + length_at)[0]
+            if data[at + name_at: at + name_at + length] == name:
+                struct.pack_into("<I", data, at + size_at, size)
+            at = data.find(signature, at + 4)
     return bytes(data)
 
 
