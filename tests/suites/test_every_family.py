@@ -1,4 +1,4 @@
-"""Every suite (sniah, longppl, longbench, lm) on a tiny random checkpoint of each family through the
+"""Every suite (sniah, longppl, longbench, lm, efficiency) on a tiny random checkpoint of each family through the
 CLI, one run per suite at a 1K budget: every unit complete, the stored perplexity equal to an independent
 forward pass (a plain forward over [BOS] + the first L tokens), and the tables naming each row's family."""
 
@@ -29,7 +29,8 @@ LENGTH = 1024
 # S-NIAH 1-3; a document-policy and a concatenation-policy corpus; LongBench QA, summarisation
 # (the longest generation) and code; lm-eval's rolling perplexity, last-word and multiple choice
 TASKS = {"sniah": "sniah_1,sniah_2,sniah_3", "longppl": "pg19,qmsum", "longbench": "qasper,gov_report,lcc",
-         "lm": "wikitext,lambada_openai,piqa"}
+         "lm": "wikitext,lambada_openai,piqa", "efficiency": "cost"}
+COUNTED = {"gla", "gated_deltanet", "transformer", "ccq_gla", "ccq_gated_deltanet", "llama", "gpt_neox"}
 UNITS = {suite: len(tasks.split(",")) for suite, tasks in TASKS.items()}
 
 
@@ -84,6 +85,11 @@ def test_every_suite_runs_on_the_family(kind, data_dir, store, tmp_path, monkeyp
                         "AND m.metric = 'perplexity'", (kind,)).fetchone()[0]
     direct = direct_perplexity(model_dir, data_dir, "pg19")
     assert abs(stored - direct) / direct < 1e-4
+    cost = dict(db.execute("SELECT m.metric, m.value FROM metrics m WHERE m.label = ? AND m.suite = 'efficiency'",
+                           (kind,)).fetchall())
+    assert cost["prefill_tokens_per_s"] > 0 and cost["decode_tokens_per_s"] > 0 and cost["cache_bytes"] > 0
+    if kind in COUNTED:  # the families whose cache the config counts: measured == counted
+        assert cost["cache_bytes"] == cost["cache_bytes_analytic"], kind
 
 
 @pytest.mark.e2e
