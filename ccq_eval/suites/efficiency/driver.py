@@ -4,6 +4,7 @@ and N decoding steps on random token ids; the median of each measure is stored, 
 from __future__ import annotations
 
 import statistics
+from functools import cached_property
 
 import torch
 
@@ -32,11 +33,15 @@ class EfficiencyDriver:
     def model(self):
         return self.plan.evaluand.lm.model
 
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+    @cached_property
+    def machine(self) -> dict:
+        """Where the numbers come from, read once per run: a number from another machine or thread count is
+        another unit."""
         device = next(self.model.parameters()).device
-        # a number from another machine or thread count is another unit
-        settings = {"decode_steps": DECODE_STEPS, "warmup": 1, "hardware": hardware(device),
-                    "threads": torch.get_num_threads() if device.type == "cpu" else None}
+        return {"hardware": hardware(device), "threads": torch.get_num_threads() if device.type == "cpu" else None}
+
+    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+        settings = {"decode_steps": DECODE_STEPS, "warmup": 1, **self.machine}
         return settings, {"prompt": "uniform random ids", "seed": SEED}
 
     def run_units(self, units):
