@@ -6,7 +6,11 @@
                     [--ci] [--reference] [--baseline LABEL] [--out DIR]
     ccq-eval curves [--figure longppl|sniah-depth|efficiency] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
-    ccq-eval ingest OTHER.db ... [--store results/ccq.db]
+    ccq-eval ingest OTHER.db|LM_EVAL_RESULTS.json|LM_EVAL_OUTPUT_DIR ... [--label NAME] [--store results/ccq.db]
+    ccq-eval export RUN_ID --format lm-eval [--out DIR]
+    ccq-eval env [--device auto|cpu|cuda] [--json]
+    ccq-eval lm-eval LM_EVAL_ARGS ...              (lm-eval's own CLI with fla, CCQ and the task plugins registered)
+    ccq-eval include-path                          (the task plugins' folder, for stock lm_eval --include_path)
     ccq-eval zoo build [--steps N] [--models gla-tiny,...]
 
 Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written);
@@ -22,7 +26,7 @@ from pathlib import Path
 DEFAULT_STORE = "results/ccq.db"
 DEFAULT_TABLES = "results/tables"
 DEFAULT_FIGURES = "results/figures"
-SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest", "zoo")
+SUBCOMMANDS = ("run", "runs", "tables", "curves", "data", "ingest", "export", "env", "zoo", "lm-eval", "include-path")
 
 
 from ccq_eval.errors import BadInput, StoreWriteFailure
@@ -108,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ccq-lambda", type=_number(float, 0.0, 100.0, "a contraction strength"), help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
                                                       "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
+    run.add_argument("--threads", type=_number(int, 1, 1024, "torch CPU threads"),
+                     help="torch CPU threads (default: OMP_NUM_THREADS when set, else the cores other work leaves "
+                          "free at start; see ccq-eval env)")
     run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
                                                     "(0-based; for job arrays; merge stores with ccq-eval ingest)")
     _add_suite_options(run)
@@ -135,9 +142,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(curves)
     curves.add_argument("--figure", help="which figure: longppl, sniah-depth, efficiency (default: every figure with data)")
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
-    ingest = sub.add_parser("ingest", help="merge stores from other machines or shards into --store (idempotent)")
-    ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in")
+    ingest = sub.add_parser("ingest", help="merge stores from other machines or shards, or lm-eval results JSON, "
+                                           "into --store (idempotent)")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in; or lm-eval results_*.json files "
+                        "(or the --output_path folders holding them; --log_samples files beside them come along)")
+    ingest.add_argument("--label", help="lm-eval results: the model's name in tables (default: the checkpoint folder's name)")
     _add_store(ingest)
+
+    export = sub.add_parser("export", help="write a run in another tool's results layout")
+    export.add_argument("run_id", metavar="RUN_ID", help="the run (see ccq-eval runs)")
+    export.add_argument("--format", required=True, choices=("lm-eval",), help="lm-eval: results_<date>.json and "
+                        "samples_<task>_<date>.jsonl, as lm-eval --output_path --log_samples writes them")
+    export.add_argument("--out", default="results/lm-eval", help="folder (default results/lm-eval)")
+    _add_store(export)
+
+    env = sub.add_parser("env", help="versions, device, kernel path per family, threads, cache and store locations "
+                                     "(what every run records)")
+    env.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
+    _add_store(env)
+    env.add_argument("--json", action="store_true", help="print the record as JSON")
+
+    sub.add_parser("lm-eval", help="lm-eval's own command line (all its arguments follow) with fla's and the CCQ "
+                                   "families registered and the task plugins on --include_path; pretrained=zoo:NAME works",
+                   add_help=False)
+    sub.add_parser("include-path", help="print the task plugins' folder (stock lm_eval --include_path $(ccq-eval include-path))")
 
     zoo = sub.add_parser("zoo", help="train the tiny model zoo on CPU (resumable)")
     zoo.add_argument("action", choices=("build",))
@@ -154,9 +182,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_lm_eval_output(path: str) -> bool:
+    from ccq_eval.interchange.lm_eval_results import is_results_file
+
+    folder = Path(path)
+    return is_results_file(folder) or (folder.is_dir() and any(folder.rglob("results_*.json")))
+
+
+def _ingest_lm_eval(args) -> int:
+    from ccq_eval.interchange.lm_eval_results import read_results, results_files
+    from ccq_eval.store import Store
+
+    files = [f for path in args.paths for f in results_files(Path(path))]
+    read = [(f, *read_results(f, args.label)) for f in files]  # every file checked before the store is touched
+    target = Store(args.store)
+    for path, run, units, left_out in read:
+        if not units:
+            print(f"{path}: nothing to add" + (f"; left out {'; '.join(left_out)}" if left_out else ""))
+            continue
+        run_id, added, skipped = target.add_finished_run(run, units)
+        print(f"{path}: " + (f"{added} lm units added as run {run_id} labelled {run['label']!r}" if added else
+                             "nothing new")
+              + (f"; {skipped} already here" if skipped else "")
+              + (f"; left out {'; '.join(left_out)}" if left_out else ""))
+    return 0
+
+
+def _export(args) -> int:
+    from ccq_eval.interchange.lm_eval_results import export_run
+    from ccq_eval.store import Store
+
+    if not Path(args.store).exists():
+        raise BadInput(f"--store {args.store!r}: no such store (pass the --store that holds run {args.run_id})")
+    out = check_output_folder(Path(args.out), "--out", [])
+    for path in export_run(Store(args.store, readonly=True), args.run_id, out):
+        print(f"written: {path}")
+    return 0
+
+
 def _ingest(args) -> int:
     from ccq_eval.store import Store
 
+    kinds = {_is_lm_eval_output(path) for path in args.paths}
+    if kinds == {True}:
+        return _ingest_lm_eval(args)
+    if len(kinds) > 1:
+        raise BadInput("ingest: stores and lm-eval results in one command; ingest each kind in its own command")
+    if args.label:
+        raise BadInput("--label: only for lm-eval results (a store's runs keep their own labels)")
     sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
     for source in sources:
         source.check_integrity()  # a damaged page fails here, before the target is created or touched
@@ -171,6 +244,36 @@ def _ingest(args) -> int:
               + (f"; refused {len(refused)}: " + "; ".join(refused) if refused else ""))
         refused_any |= bool(refused)
     return 1 if refused_any else 0
+
+
+def _env(args) -> int:
+    import json
+
+    import torch
+
+    from ccq_eval.machine import choose_threads, describe, environment
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.device(device)
+    except RuntimeError as exc:
+        raise BadInput(f"--device {args.device!r}: not a device ({exc}); use auto, cpu or cuda[:N]") from None
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise BadInput(f"--device {args.device!r}: this torch sees no CUDA device; use --device cpu")
+    threads, why = choose_threads(None)  # what a run started now would use
+    torch.set_num_threads(threads)
+    record = environment(device, args.store, why)
+    print(json.dumps(record, indent=2) if args.json else describe(record))
+    return 0
+
+
+def _include_path(args) -> int:
+    from ccq_eval.lm.stock_cli import include_path
+
+    print(include_path())
+    return 0
 
 
 def _zoo(args) -> int:
@@ -228,7 +331,7 @@ def _run(args) -> int:
         label=args.label, store=args.store, data_dir=args.data_dir, seed=args.seed,
         device=args.device, dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
-        options=_suite_options(args), shard=args.shard)
+        options=_suite_options(args), shard=args.shard, threads=args.threads)
     return run_suite(request)
 
 
@@ -316,11 +419,15 @@ def main(argv: list[str] | None = None) -> int:
         if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
             raise BadInput(f"unknown command {argv[0]!r}; commands: {', '.join(SUBCOMMANDS)} "
                            "(or ccq-eval --model CKPT --suite NAME to run; see ccq-eval --help)")
+        if argv and argv[0] == "lm-eval":  # every argument after it is lm-eval's, untouched by our parser
+            from ccq_eval.lm.stock_cli import main as lm_eval_main
+
+            return lm_eval_main(argv[1:])
         if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
             argv = ["run", *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
         args = build_parser().parse_args(argv)
         handler = {"run": _run, "runs": _runs, "tables": _tables, "curves": _curves, "data": _data,
-                   "ingest": _ingest, "zoo": _zoo}.get(args.command)
+                   "ingest": _ingest, "export": _export, "env": _env, "zoo": _zoo, "include-path": _include_path}.get(args.command)
         if handler is None:
             build_parser().print_help()
             return 2

@@ -266,24 +266,50 @@ class Store:
                 if earlier and not replace:
                     return None
                 self.db.executemany("DELETE FROM units WHERE id = ?", [(e,) for e in earlier])
-            self.db.execute(
-                "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
-                "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (unit_id, unit["run_id"], unit["suite"], unit["task"], unit["context_length"], unit["unit_key"],
-                 unit["status"], unit.get("reason"), unit["started"], unit.get("finished") or now(),
-                 unit.get("dataset_fingerprint"), json.dumps(unit.get("settings", {}), sort_keys=True)))
-            self.db.executemany(
-                "INSERT INTO metrics (unit_id, run_id, label, model, suite, task, context_length, metric, value, "
-                "stderr, n, higher_is_better, is_primary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(unit_id, unit["run_id"], m["label"], m["model"], unit["suite"], unit["task"],
-                  unit["context_length"], m["metric"], m["value"], m.get("stderr"), m.get("n"),
-                  int(m.get("higher_is_better", True)), int(m.get("is_primary", False))) for m in metrics])
-            self.db.executemany(
-                "INSERT INTO samples (unit_id, idx, prompt_sha256, target, prediction, score, fields) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(unit_id, s["idx"], s.get("prompt_sha256"), s.get("target"), s.get("prediction"), s.get("score"),
-                  json.dumps(s.get("fields", {}), sort_keys=True)) for s in samples])
+            self._insert_unit(unit_id, unit, metrics, samples)
         return unit_id
+
+    @_writes
+    def add_finished_run(self, run: dict, units: list[tuple[dict, list[dict], list[dict]]]) -> tuple[str, int, int]:
+        """A run computed elsewhere (another tool's results), with its complete units, in one transaction:
+        (run id, units added, units skipped because a result for their key is already here)."""
+        run = {**run, "id": run.get("id") or new_id(), "started": run.get("started") or now()}
+        run = {**run, "finished": run.get("finished") or run["started"], "status": "complete"}
+        row = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in run.items()}
+        added = skipped = 0
+        with self.transaction():
+            self.db.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                            tuple(row.values()))
+            for unit, metrics, samples in units:
+                if self.db.execute("SELECT 1 FROM units WHERE unit_key = ? AND status = 'complete'",
+                                   (unit["unit_key"],)).fetchone():
+                    skipped += 1
+                    continue
+                self._insert_unit(new_id(), {**unit, "run_id": run["id"]}, metrics, samples)
+                added += 1
+            if not added:  # everything was here already: leave no empty run behind
+                self.db.execute("DELETE FROM runs WHERE id = ?", (run["id"],))
+        return run["id"], added, skipped
+
+    def _insert_unit(self, unit_id: str, unit: dict, metrics: list[dict], samples: list[dict]) -> None:
+        """Rows of one unit; the caller holds the transaction."""
+        self.db.execute(
+            "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
+            "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (unit_id, unit["run_id"], unit["suite"], unit["task"], unit["context_length"], unit["unit_key"],
+             unit["status"], unit.get("reason"), unit["started"], unit.get("finished") or now(),
+             unit.get("dataset_fingerprint"), json.dumps(unit.get("settings", {}), sort_keys=True)))
+        self.db.executemany(
+            "INSERT INTO metrics (unit_id, run_id, label, model, suite, task, context_length, metric, value, "
+            "stderr, n, higher_is_better, is_primary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(unit_id, unit["run_id"], m["label"], m["model"], unit["suite"], unit["task"],
+              unit["context_length"], m["metric"], m["value"], m.get("stderr"), m.get("n"),
+              int(m.get("higher_is_better", True)), int(m.get("is_primary", False))) for m in metrics])
+        self.db.executemany(
+            "INSERT INTO samples (unit_id, idx, prompt_sha256, target, prediction, score, fields) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(unit_id, s["idx"], s.get("prompt_sha256"), s.get("target"), s.get("prediction"), s.get("score"),
+              json.dumps(s.get("fields", {}), sort_keys=True)) for s in samples])
 
     @_writes
     def delete_run(self, run_id: str) -> int:

@@ -300,10 +300,8 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import fla
-    import transformers
+    import fla  # noqa: F401 - registers fla's model types with transformers' Auto classes
 
-    from ccq_eval import __version__
     from ccq_eval.models.cpu_backend import install_cpu_backend
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
@@ -376,7 +374,5 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         "device": str(target),
         "backend": "torch-cpu" if target.type == "cpu" else "fla-triton",
         "learned_positions": learned_positions(model),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "fla": fla.__version__, "ccq_eval": __version__},
     }
     return LoadedModel(model, tokenizer, provenance)

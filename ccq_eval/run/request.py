@@ -31,6 +31,7 @@ class RunRequest:
     ccq_sigma_scale: str | None = None
     options: dict[str, str] = field(default_factory=dict)  # the flags only one suite reads (Suite.options)
     shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
+    threads: int | None = None  # torch threads; None: machine.choose_threads decides
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 

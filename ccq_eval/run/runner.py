@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ccq_eval.data.cache import check_cache_root
+from ccq_eval.machine import choose_threads, environment
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
 from ccq_eval.run.units import metric_row, unit_key
@@ -144,6 +145,10 @@ class SuiteRunner:
             self.plans = [SuitePlan(self, get_suite(r.suite))]
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
+        threads, self.threads_chosen_by = choose_threads(r.threads)
+        import torch  # here, not at the top: planning and --help load no heavy library
+
+        torch.set_num_threads(threads)
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
         self._check_positions()
         self.label = default_label(r)
@@ -269,11 +274,10 @@ class SuiteRunner:
         return [u for u in units if u.unit_key not in done]
 
     def _run_record(self) -> dict:
-        import lm_eval
-
         prov = self.evaluand.provenance
         r = self.request
-        versions = {**prov["versions"], "lm_eval": lm_eval.__version__}
+        record = environment(prov["device"], r.store, self.threads_chosen_by)  # what `ccq-eval env` prints
+        versions = {**record.pop("versions"), "machine": record}
         if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
             versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
         return {

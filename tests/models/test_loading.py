@@ -30,7 +30,7 @@ def test_loads_each_supported_family_with_provenance(kind, tmp_path):
     prov = loaded.provenance
     assert prov["weights_sha256"] == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
     assert prov["dtype"] == "float32" and prov["device"] == "cpu" and prov["backend"] == "torch-cpu"
-    assert set(prov["versions"]) == {"torch", "transformers", "fla", "ccq_eval"}
+    assert "versions" not in prov  # a run records them with the rest of the environment (ccq_eval/machine.py)
     assert prov["config"]["model_type"] == kind
     assert loaded.tokenizer("abc")["input_ids"] == byte_tokenizer()("abc")["input_ids"]
 

@@ -1,7 +1,8 @@
 """A store written before the package redesign (tests/fixtures/store_v1, by the commands beside it)
-resumes with nothing rerun: every unit key is computed as it was. The one exception is on purpose:
-LongBench's lcc moved to task version 1.1 (the official prompt and code similarity), so its unit
-runs again. Rerunning two of its commands into a fresh store reproduces its numbers. The zoo models those
+resumes with nothing rerun: every unit key is computed as it was. Two exceptions are on purpose:
+LongBench's lcc moved to task version 1.1 (the official prompt and code similarity), and S-NIAH-2's sentences
+are now split with the trained English Punkt model (RULER's), a part of its data's identity; their units run
+again (on the shipped essays the split is the same, so S-NIAH-2 reproduces its old number). Rerunning two of its commands into a fresh store reproduces its numbers. The zoo models those
 commands name are the weights the store was written with (kept beside it: the shipped zoo has been
 retrained since, and a model's weights are part of its units' identity)."""
 
@@ -38,15 +39,15 @@ def old_store(tmp_path, monkeypatch):
 def test_every_unit_of_the_old_store_is_found_complete(old_store, capsys):
     before = counts(old_store)
     assert before["units"] == 9 and len(COMMANDS) == 5  # four suites, one CCQ override
-    expected = ["0 to run, 2 already", "0 to run, 1 already", "0 to run, 2 already", "1 to run, 1 already",
+    expected = ["1 to run, 1 already", "0 to run, 1 already", "0 to run, 2 already", "1 to run, 1 already",
                 "0 to run, 2 already"]
     for command, summary in zip(COMMANDS, expected):
         assert main([*command, "--store", str(old_store), "--dry-run"]) == 0
         lines = capsys.readouterr().out.strip().splitlines()
         assert lines[-1].startswith(summary), (command, lines)
         if summary.startswith("1 to run"):
-            assert [line.split()[0] for line in lines if line.endswith("to run")] == ["longbench_lcc"]
-    assert main([*COMMANDS[0], "--store", str(old_store)]) == 0
+            assert [line.split()[0] for line in lines if line.endswith("to run")] in (["longbench_lcc"], ["sniah_2"])
+    assert main([*COMMANDS[2], "--store", str(old_store)]) == 0
     assert "all 2 units already complete" in capsys.readouterr().out
     assert counts(old_store) == before
 

@@ -8,7 +8,6 @@ through ``/proc/self/clear_refs``; none where that cannot be reset)."""
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,17 +25,12 @@ class Repeat:
 
 def hardware(device: torch.device) -> str:
     """The machine a number belongs to (part of a unit's identity): GPU name and capability, or the CPU model."""
+    from ccq_eval.machine import device_record
+
+    record = device_record(device)
     if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        return f"{torch.cuda.get_device_name(device)} (sm_{major}{minor})"
-    name = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    return f"{name} ({torch.get_num_threads()} torch threads)"
+        return f"{record['name']} ({record['capability']})"
+    return f"{record['name']} ({torch.get_num_threads()} torch threads)"
 
 
 def cache_bytes(cache) -> int:

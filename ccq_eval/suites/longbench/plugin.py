@@ -6,18 +6,16 @@ from __future__ import annotations
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
+from ccq_eval.suites.plugin_args import lengths, tokenizer_source
 from ccq_eval.suites.longbench import data
 
 
 def dataset(longbench_key: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
-            data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
+            data_dir: str = "", pretrained: str | None = None, **_) -> dict[str, datasets.Dataset]:
     """``longbench_key`` comes from the task YAML's dataset_kwargs, the rest from the metadata."""
-    if not tokenizer or not max_seq_lengths:
-        raise ValueError(f"longbench_{longbench_key}: needs metadata 'tokenizer' and 'max_seq_lengths' "
-                         "(run it through ccq-eval)")
+    tok = load_tokenizer(tokenizer_source(f"longbench_{longbench_key}", tokenizer, pretrained))
     records = data.read_records(data.local_path(longbench_key, data_dir or None))
     docs = []
-    for length in max_seq_lengths:
-        docs += data.build(longbench_key, records, load_tokenizer(tokenizer), int(length),
-                           int(num_samples) if num_samples else None)[0]
+    for length in lengths("longbench", max_seq_lengths):
+        docs += data.build(longbench_key, records, tok, length, int(num_samples) if num_samples else None)[0]
     return {"test": datasets.Dataset.from_list(docs)}

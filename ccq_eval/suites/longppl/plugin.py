@@ -9,6 +9,7 @@ import math
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
+from ccq_eval.suites.plugin_args import lengths, tokenizer_source
 from ccq_eval.suites.longppl import corpora
 
 
@@ -18,15 +19,16 @@ def dataset(corpus: str, **metadata) -> dict[str, datasets.Dataset]:
 
 
 def dataset_for_corpus(corpus: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
-                       l_max: int | None = None, data_dir: str = "", **_) -> dict[str, datasets.Dataset]:
-    if not tokenizer or not max_seq_lengths or not l_max:
-        raise ValueError(f"longppl_{corpus}: needs metadata 'tokenizer', 'max_seq_lengths' and 'l_max' (run it through ccq-eval)")
-    tok = load_tokenizer(tokenizer)
-    selection = corpora.select(corpus, corpora.local_path(corpus, data_dir or None), tok, int(l_max),
+                       l_max: int | None = None, data_dir: str = "", pretrained: str | None = None,
+                       **_) -> dict[str, datasets.Dataset]:
+    """``l_max`` (the scored sequences' length): the largest length when not given, as in a ccq-eval run."""
+    tok = load_tokenizer(tokenizer_source(f"longppl_{corpus}", tokenizer, pretrained))
+    wanted = lengths("longppl", max_seq_lengths)
+    selection = corpora.select(corpus, corpora.local_path(corpus, data_dir or None), tok, int(l_max or max(wanted)),
                                int(num_samples) if num_samples else None)
     docs = []
-    for length in max_seq_lengths:
-        docs += corpora.lm_eval_docs(selection, tok, int(length))
+    for length in wanted:
+        docs += corpora.lm_eval_docs(selection, tok, length)
     return {"test": datasets.Dataset.from_list(docs)}
 
 

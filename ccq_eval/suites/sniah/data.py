@@ -24,7 +24,8 @@ import numpy as np
 
 from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.errors import BadInput
-from ccq_eval.suites.sniah.haystack import Haystack, split_sentences
+from ccq_eval.suites.sniah.haystack import Haystack
+from ccq_eval.suites.sniah.sentences import SPLITTER, split_sentences
 
 GENERATOR_VERSION = 1
 TOKENS_TO_GENERATE = 128
@@ -198,7 +199,8 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
 def dataset_key(task: str, tokenizer_fp: str, length: int, samples: int, seed: int, haystack: Haystack | None) -> dict:
     return {"generator": "sniah", "version": GENERATOR_VERSION, "task": task, "length": length,
             "samples": samples, "seed": seed, "tokenizer": tokenizer_fp,
-            "haystack": haystack.fingerprint if VARIANTS[task].haystack == "essay" and haystack else None}
+            "haystack": haystack.fingerprint if VARIANTS[task].haystack == "essay" and haystack else None,
+            **({"sentences": SPLITTER} if VARIANTS[task].haystack == "essay" else {})}
 
 
 def dataset_path(key: dict) -> Path:

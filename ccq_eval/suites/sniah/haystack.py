@@ -124,16 +124,3 @@ def resolve_haystack_path(haystack: str | None, data_dir: str | None) -> str | N
     if data_dir and (Path(data_dir) / "haystack").is_dir():
         return str(Path(data_dir) / "haystack")
     return None
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentence split without any download: nltk's Punkt with its default (untrained) parameters.
-    RULER uses Punkt's trained English model, which lm-eval fetches from the network."""
-    return _punkt().tokenize(text) if text else []
-
-
-@lru_cache(maxsize=1)
-def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    return PunktSentenceTokenizer()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
+from ccq_eval.suites.plugin_args import lengths, tokenizer_source
 from ccq_eval.suites.sniah.data import VARIANTS, load_or_generate
 from ccq_eval.suites.sniah.haystack import load_haystack
 
@@ -18,11 +19,11 @@ def dataset(sniah_task: str, **metadata) -> dict[str, datasets.Dataset]:
 
 
 def dataset_for_task(task: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples: int = 500,
-                     seed: int = 0, haystack: str | None = None, **_) -> dict[str, datasets.Dataset]:
-    if not tokenizer or not max_seq_lengths:
-        raise ValueError(f"{task}: the task needs metadata 'tokenizer' and 'max_seq_lengths' (run it through ccq-eval)")
+                     seed: int = 0, haystack: str | None = None, pretrained: str | None = None,
+                     **_) -> dict[str, datasets.Dataset]:
+    tok = load_tokenizer(tokenizer_source(task, tokenizer, pretrained))
     hay = load_haystack(haystack or None) if VARIANTS[task].haystack == "essay" else None
     records = []
-    for length in max_seq_lengths:
-        records += load_or_generate(task, load_tokenizer(tokenizer), int(length), int(num_samples), int(seed), hay)[0]
+    for length in lengths("sniah", max_seq_lengths):
+        records += load_or_generate(task, tok, length, int(num_samples), int(seed), hay)[0]
     return {"test": datasets.Dataset.from_list(records)}

@@ -157,29 +157,6 @@ def test_a_length_that_crashed_generation_is_refused_up_front(tmp_path, capsys):
     assert "\n" not in err and not store.exists()
 
 
-ABBREVIATION = r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|vs|etc|No|e\.g|i\.e|U\.S|D\.C|a\.m|p\.m)\."
-
-
-def test_the_shipped_essays_have_no_abbreviation_the_untrained_splitter_would_cut_at():
-    """RULER splits with Punkt's trained English model (a download); the splitter here is Punkt without
-    it, which ends a sentence at "Mr." or "e.g.". On the shipped essays the two agree: none occurs."""
-    import re
-
-    from ccq_eval.data import SHIPPED_ESSAYS
-
-    assert re.findall(ABBREVIATION, SHIPPED_ESSAYS.read_text()) == []
-
-
-def test_the_documented_limit_of_the_untrained_splitter():
-    """What README's S-NIAH section says: on abbreviation-rich text (user haystacks) a sentence ends
-    after an abbreviation, so a needle can be placed between "Mr." and the name."""
-    from ccq_eval.suites.sniah.haystack import split_sentences
-
-    assert split_sentences("Mr. Smith moved to Washington, D.C. in 1990. He liked it.") == [
-        "Mr.", "Smith moved to Washington, D.C.", "in 1990.", "He liked it."]
-    assert split_sentences("The grass is green. The sky is blue.") == ["The grass is green.", "The sky is blue."]
-
-
 def test_a_tokenizer_that_drops_the_haystack_is_refused_not_searched_forever():
     """The haystack search doubles its unit count while the prompt fits: a tokenizer that encodes the filler
     to nothing would let it double forever."""

@@ -1,0 +1,1 @@
+"""Results in other tools' layouts, in and out of the store (lm-eval's results JSON)."""

@@ -1,0 +1,163 @@
+"""lm-eval's results layout in and out of the store, on files stock lm-eval wrote in the test: lm-eval's own piqa
+and boolq tasks (their YAMLs, reading local records instead of the hub), run through ``ccq-eval lm-eval`` with
+``--output_path --log_samples``."""
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ccq_eval.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDS = {
+    "piqa": [{"goal": "To boil water", "sol1": "heat it in a pot", "sol2": "put it in the freezer", "label": 0},
+             {"goal": "To dry hands", "sol1": "wet them", "sol2": "use a towel", "label": 1},
+             {"goal": "To cut bread", "sol1": "use a knife", "sol2": "use a spoon", "label": 0}],
+    "boolq": [{"passage": "The sun is a star.", "question": "is the sun a star", "label": 1},
+              {"passage": "Cats are mammals.", "question": "are cats birds", "label": 0}],
+}
+
+
+OWN_YAML = {"piqa": "piqa/piqa.yaml", "boolq": "super_glue/boolq/default.yaml"}  # under lm_eval/tasks/
+
+
+def local_task_yaml(task: str, data: Path) -> str:
+    """lm-eval's own YAML for ``task`` with its dataset read from a local JSON-lines file (and no tag, so the
+    built-in task's group does not pull the hub copy in)."""
+    import lm_eval
+
+    own = Path(lm_eval.__file__).parent / "tasks" / OWN_YAML[task]
+    kept = [line for line in own.read_text().splitlines()
+            if not line.startswith(("dataset_path", "dataset_name", "training_split", "tag", "  - super-glue"))]
+    return "\n".join(kept + ["dataset_path: json", "dataset_kwargs:", "  data_files:",
+                             f"    validation: {data}"]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def lm_eval_output(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lm-eval")
+    include = root / "tasks"
+    include.mkdir()
+    for task, rows in RECORDS.items():
+        (root / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (include / f"{task}.yaml").write_text(local_task_yaml(task, root / f"{task}.jsonl"))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    try:
+        assert main(["lm-eval", "run", "--model", "hf", "--model_args", "pretrained=zoo:gla-tiny,dtype=float32",
+                     "--tasks", "piqa,boolq", "--include_path", str(include), "--device", "cpu", "--batch_size", "1",
+                     "--output_path", str(root / "out"), "--log_samples"]) == 0
+    finally:
+        mp.undo()
+    (results,) = (root / "out").rglob("results_*.json")
+    return results
+
+
+def stored_metrics(store: Path) -> dict:
+    rows = sqlite3.connect(store).execute("SELECT task, metric, value, stderr, n, label FROM metrics").fetchall()
+    return {(task, metric): (value, stderr, n, label) for task, metric, value, stderr, n, label in rows}
+
+
+@pytest.mark.e2e
+def test_lm_eval_results_come_in_as_lm_units_in_percent(lm_eval_output, tmp_path, capsys):
+    written = json.loads(lm_eval_output.read_text())
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(lm_eval_output.parent.parent), "--store", str(store)]) == 0
+    assert "2 lm units added" in capsys.readouterr().out
+    metrics = stored_metrics(store)
+    assert set(metrics) == {("piqa", "acc"), ("piqa", "acc_norm"), ("boolq", "acc")}
+    for (task, metric), (value, stderr, n, label) in metrics.items():
+        assert math.isclose(value, 100 * written["results"][task][f"{metric},none"])
+        assert math.isclose(stderr, 100 * written["results"][task][f"{metric}_stderr,none"])
+        assert n == len(RECORDS[task]) and label == "gla-tiny"
+    db = sqlite3.connect(store)
+    run = db.execute("SELECT model_spec, versions, weights_sha256, model_config FROM runs").fetchone()
+    versions = json.loads(run[1])
+    assert versions["lm_eval"] == written["lm_eval_version"] and versions["task_versions"] == written["versions"]
+    from ccq_eval.models.loading import weights_sha256
+
+    folder = Path(run[0])  # the zoo folder: identified by its weights, as ccq-eval's own runs identify it
+    assert run[2] == weights_sha256(sorted(folder.glob("*.safetensors")))
+    assert json.loads(run[3])["model_type"] == "gla"
+    samples = db.execute("SELECT u.task, COUNT(*), SUM(s.score) FROM samples s JOIN units u ON u.id = s.unit_id "
+                         "GROUP BY u.task").fetchall()
+    assert {task: count for task, count, _ in samples} == {t: len(r) for t, r in RECORDS.items()}
+    for task, count, total in samples:  # the per-document scores average to lm-eval's number
+        primary = {"piqa": "acc", "boolq": "acc"}[task]
+        assert math.isclose(total / count, written["results"][task][f"{primary},none"])
+    assert main(["tables", "--store", str(store), "--table", "lm", "--out", str(tmp_path / "t")]) == 0
+    assert "gla-tiny" in capsys.readouterr().out
+    assert main(["ingest", str(lm_eval_output), "--store", str(store)]) == 0  # the same file again: nothing new
+    assert "2 already here" in capsys.readouterr().out
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+@pytest.mark.e2e
+def test_an_exported_run_reads_back_as_lm_eval_wrote_it(lm_eval_output, tmp_path, capsys):
+    written = json.loads(lm_eval_output.read_text())
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(lm_eval_output), "--store", str(store)]) == 0
+    (run_id,) = sqlite3.connect(store).execute("SELECT id FROM runs").fetchone()
+    assert main(["export", run_id, "--format", "lm-eval", "--store", str(store), "--out", str(tmp_path / "x")]) == 0
+    (exported,) = (tmp_path / "x").rglob("results_*.json")
+    again = json.loads(exported.read_text())
+    for task, numbers in written["results"].items():
+        for key, value in numbers.items():
+            if key.endswith(",none"):
+                assert math.isclose(again["results"][task][key], value), (task, key)
+    assert again["versions"] == written["versions"] and again["n-samples"] == written["n-samples"]
+    for task in RECORDS:
+        lines = next((tmp_path / "x").rglob(f"samples_{task}_*.jsonl")).read_text().splitlines()
+        assert len(lines) == len(RECORDS[task])
+    fresh = tmp_path / "fresh.db"  # and the export ingests to the same numbers
+    assert main(["ingest", str(exported), "--store", str(fresh)]) == 0
+    assert {k: v[:3] for k, v in stored_metrics(fresh).items()} == {k: v[:3] for k, v in stored_metrics(store).items()}
+
+
+def test_a_length_suite_exports_as_lm_evals_ruler_tasks_name_their_lengths(tmp_path):
+    """The old-store fixture's S-NIAH run: per length, "<L>,none" holds the primary metric."""
+    import shutil
+
+    store = tmp_path / "old.db"
+    shutil.copy(REPO / "tests" / "fixtures" / "store_v1" / "store.db", store)
+    db = sqlite3.connect(store)
+    run_id, value = db.execute("SELECT run_id, value FROM metrics WHERE task = 'sniah_1' AND is_primary = 1 "
+                               "ORDER BY rowid LIMIT 1").fetchone()
+    assert main(["export", run_id, "--format", "lm-eval", "--store", str(store), "--out", str(tmp_path / "x")]) == 0
+    results = json.loads(next((tmp_path / "x").rglob("results_*.json")).read_text())["results"]
+    assert results["sniah_1"]["1024,none"] == results["sniah_1"]["score@1024,none"] == value
+
+
+@pytest.mark.parametrize("content,said", [
+    ("{not json", "not readable as JSON"),
+    ('{"results": {}}', "not an lm-eval results file"),
+    ('{"results": {"piqa": {"acc,none": NaN, "acc_norm,none": 0.5}}, "config": {"model_args": {"pretrained": "x"}}}',
+     "piqa acc,none = nan is not a finite number"),
+])
+def test_a_damaged_results_file_is_refused_and_writes_nothing(content, said, tmp_path, capsys):
+    bad = tmp_path / "results_bad.json"
+    bad.write_text(content)
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(bad), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and not store.exists()
+
+
+def test_stores_and_lm_eval_results_are_ingested_by_separate_commands(lm_eval_output, tmp_path, capsys):
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).close()
+    assert main(["ingest", str(lm_eval_output), str(other), "--store", str(tmp_path / "s.db")]) == 2
+    assert "each kind in its own command" in capsys.readouterr().err
+
+
+def test_exporting_an_unknown_run_names_it(tmp_path, capsys):
+    import shutil
+
+    store = tmp_path / "old.db"
+    shutil.copy(REPO / "tests" / "fixtures" / "store_v1" / "store.db", store)
+    assert main(["export", "no-such-run", "--format", "lm-eval", "--store", str(store), "--out", str(tmp_path)]) == 2
+    assert "no-such-run" in capsys.readouterr().err
