@@ -1,6 +1,8 @@
-"""Prefill and decode throughput of 1.3B-shaped, randomly initialised GLA, GDN, CCQ-GLA, CCQ-GDN and
-Transformer++ on one GPU in bf16, with each CCQ family's ratio to its backbone. One command, under 10
-minutes on an H200; `--dry-run` runs the same code on CPU at toy sizes (checks the script, measures nothing).
+"""Prefill and decode throughput of 1.3B-shaped, randomly initialised models of every family the harness loads
+(GLA, GDN, DeltaNet, RetNet, HGRN2 and their CCQ families, Mamba, Mamba2, Samba, a GDN hybrid, Transformer++,
+Llama) on one GPU in bf16, with each CCQ family's ratio to its backbone. `--models` narrows it (the paper's
+five: gla,ccq_gla,gated_deltanet,ccq_gated_deltanet,transformer); `--dry-run` runs the same code on CPU at toy
+sizes (checks the script, measures nothing).
 
     python benchmarks/gpu_throughput.py [--batch 8] [--prefill 4096] [--decode 256] [--repeats 5] [--out F.json]
     python benchmarks/gpu_throughput.py --dry-run
@@ -30,17 +32,45 @@ import torch
 warnings.filterwarnings("ignore")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# ~1.3B parameters: the GLA paper's 1.3B shape (hidden 2048, 24 layers) for every family
+# ~1.3B parameters: the GLA paper's 1.3B shape (hidden 2048, 24 layers; 48 for the Mambas, as their 1.3-1.4B
+# models have) for every family the harness loads
+HIDDEN = dict(hidden_size=2048, vocab_size=32000)
+WINDOW = {"layers": list(range(1, 24, 2)), "num_heads": 16, "num_kv_heads": 16, "window_size": 2048}
 SHAPES = {
-    "gla": dict(hidden_size=2048, num_hidden_layers=24, num_heads=4, vocab_size=32000),
-    "gated_deltanet": dict(hidden_size=2048, num_hidden_layers=24, num_heads=8, head_dim=128, vocab_size=32000),
-    "transformer": dict(hidden_size=2048, num_hidden_layers=24, num_heads=16, vocab_size=32000),
+    "gla": dict(HIDDEN, num_hidden_layers=24, num_heads=4),
+    "gated_deltanet": dict(HIDDEN, num_hidden_layers=24, num_heads=8, head_dim=128),
+    "delta_net": dict(HIDDEN, num_hidden_layers=24, num_heads=16),
+    "retnet": dict(HIDDEN, num_hidden_layers=24, num_heads=8),
+    "hgrn2": dict(HIDDEN, num_hidden_layers=24, expand_ratio=128),
+    "mamba": dict(HIDDEN, num_hidden_layers=48, state_size=16),
+    "mamba2": dict(HIDDEN, num_hidden_layers=48, num_heads=64, head_dim=64, state_size=128, n_groups=1),
+    "samba": dict(HIDDEN, num_hidden_layers=24, state_size=16, attn=WINDOW),
+    "gdn_hybrid": dict(HIDDEN, num_hidden_layers=24, num_heads=8, head_dim=128,
+                       attn={**WINDOW, "layers": list(range(3, 24, 4))}),
+    "transformer": dict(HIDDEN, num_hidden_layers=24, num_heads=16),
+    "llama": dict(HIDDEN, num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=16, intermediate_size=5632),
 }
-TOY = {"gla": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260),
-       "gated_deltanet": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, head_dim=32, vocab_size=260),
-       "transformer": dict(hidden_size=64, num_hidden_layers=2, num_heads=2, vocab_size=260)}
-MODELS = {"gla": "gla", "ccq_gla": "gla", "gated_deltanet": "gated_deltanet",
-          "ccq_gated_deltanet": "gated_deltanet", "transformer": "transformer"}
+TOY_WINDOW = {"layers": [1], "num_heads": 2, "num_kv_heads": 2, "window_size": 48}
+TOY_SIZE = dict(hidden_size=64, num_hidden_layers=2, vocab_size=260)
+TOY = {"gla": dict(TOY_SIZE, num_heads=2), "gated_deltanet": dict(TOY_SIZE, num_heads=2, head_dim=32),
+       "delta_net": dict(TOY_SIZE, num_heads=2), "retnet": dict(TOY_SIZE, num_heads=2),
+       "hgrn2": dict(TOY_SIZE, expand_ratio=32), "mamba": dict(TOY_SIZE, state_size=8),
+       "mamba2": dict(TOY_SIZE, num_heads=4, head_dim=32, state_size=16, n_groups=1, chunk_size=32),
+       "samba": dict(TOY_SIZE, state_size=8, attn=TOY_WINDOW),
+       "gdn_hybrid": dict(TOY_SIZE, num_heads=2, head_dim=32, attn=TOY_WINDOW),
+       "transformer": dict(TOY_SIZE, num_heads=2),
+       "llama": dict(TOY_SIZE, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128)}
+# name -> (model_type, shape); each CCQ family right after its backbone (the RATIO lines pair them)
+MODELS = {"gla": ("gla", "gla"), "ccq_gla": ("ccq_gla", "gla"),
+          "gated_deltanet": ("gated_deltanet", "gated_deltanet"),
+          "ccq_gated_deltanet": ("ccq_gated_deltanet", "gated_deltanet"),
+          "delta_net": ("delta_net", "delta_net"), "ccq_delta_net": ("ccq_delta_net", "delta_net"),
+          "retnet": ("retnet", "retnet"), "ccq_retnet": ("ccq_retnet", "retnet"),
+          "hgrn2": ("hgrn2", "hgrn2"), "ccq_hgrn2": ("ccq_hgrn2", "hgrn2"),
+          "mamba": ("mamba", "mamba"), "mamba2": ("mamba2", "mamba2"), "samba": ("samba", "samba"),
+          "gdn_hybrid": ("gated_deltanet", "gdn_hybrid"), "transformer": ("transformer", "transformer"),
+          "llama": ("llama", "llama")}
+PAPER = "gla,ccq_gla,gated_deltanet,ccq_gated_deltanet,transformer"  # the five the paper compares
 
 
 def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
@@ -50,7 +80,8 @@ def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
 
     register_ccq_models()
     torch.manual_seed(0)
-    config = AutoConfig.for_model(name, **shapes[MODELS[name]], fuse_cross_entropy=False)
+    model_type, shape = MODELS[name]
+    config = AutoConfig.for_model(model_type, **shapes[shape], fuse_cross_entropy=False)
     return AutoModelForCausalLM.from_config(config).to(device=device, dtype=dtype).eval()
 
 
@@ -68,7 +99,8 @@ def measure(model, batch: int, prefill: int, decode: int, device: str, repeats: 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma list (default: every family; the paper's five: {PAPER})")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--prefill", type=int, default=4096)
     parser.add_argument("--decode", type=int, default=256)
@@ -96,7 +128,7 @@ def main(argv=None) -> int:
         model = build(name, shapes, device, dtype)
         params = sum(p.numel() for p in model.parameters())
         results = measure(model, args.batch, args.prefill, args.decode, device, args.repeats,
-                          shapes[MODELS[name]]["vocab_size"])
+                          shapes[MODELS[name][1]]["vocab_size"])
         for phase, (seconds, tokens) in results.items():
             record = {"model": name, "phase": phase, "batch": args.batch, "tokens": tokens, "median_s": seconds,
                       "tokens_per_s": tokens / seconds, "parameters": params, "dry_run": args.dry_run}

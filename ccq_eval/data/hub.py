@@ -90,12 +90,20 @@ def hub_timeout_s() -> float:
     return value
 
 
+def http_client_module():
+    """The HTTP library huggingface_hub's client is built on: httpx2 from huggingface_hub 2, httpx before."""
+    try:
+        import httpx2
+    except ImportError:  # huggingface_hub 1.x
+        import httpx as httpx2
+    return httpx2
+
+
 def bound_hub_client() -> None:
     """Give every request huggingface_hub makes a connect/read/write timeout and a redirect limit. Its default
     client has ``timeout=None``, and ``repo_info`` passes ``timeout=None`` per request (which overrides any
     client default), so a hub that accepts a connection and never answers would hang a fetch forever: the
     bound is set where every request passes, in the transport."""
-    import httpx2
     from huggingface_hub import set_client_factory
     from huggingface_hub.utils import _http
 
@@ -104,6 +112,7 @@ def bound_hub_client() -> None:
     if _BOUND_TIMEOUT == timeout:
         return
     _BOUND_TIMEOUT = timeout
+    httpx2 = http_client_module()
 
     class BoundedTransport(httpx2.HTTPTransport):
         def handle_request(self, request):

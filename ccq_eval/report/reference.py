@@ -28,14 +28,18 @@ def with_rows(values: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([values.reindex(columns=columns), ref.reindex(columns=columns)])
 
 
-def with_deltas(values: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Adds a 'label − baseline' row per measured label, as the paper's text quotes its deltas."""
+def with_deltas(values: pd.DataFrame, baseline: str, ratio: bool = False) -> pd.DataFrame:
+    """Adds a 'label − baseline' row per measured label, as the paper's text quotes its deltas; with ``ratio``,
+    a 'label / baseline' row instead (costs: CCQ's throughput and memory as a multiple of its backbone's)."""
     if baseline not in values.index:
         raise ValueError(f"--baseline {baseline!r}: no such label in the table; labels: {', '.join(values.index)}")
     deltas = {}
     for label in values.index:
         if label == baseline or label.endswith(REPORTED):
             continue
-        deltas[f"{label} − {baseline}"] = values.loc[label] - values.loc[baseline]
+        if ratio:
+            deltas[f"{label} / {baseline}"] = values.loc[label] / values.loc[baseline].where(values.loc[baseline] != 0)
+        else:
+            deltas[f"{label} − {baseline}"] = values.loc[label] - values.loc[baseline]
     frame = pd.DataFrame(deltas).T.reindex(columns=values.columns)
     return pd.concat([values, frame]) if not frame.empty else values

@@ -32,6 +32,7 @@ class Table:
     high: pd.DataFrame | None = None
     stderr: pd.DataFrame | None = None  # cells "v ± 1.96 se" (lm-eval's standard errors)
     paired: dict = field(default_factory=dict)  # (delta row, column) -> (delta, half-width)
+    compare: str = "difference"  # what --baseline adds: "difference" rows, or "ratio" rows (costs)
 
 
 def render(table: Table, options: TableOptions, families: dict[str, str] | None = None) -> dict[str, str] | None:
@@ -42,14 +43,14 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
     values = with_rows(measured, table.reference) if options.reference else measured
     if values.empty:
         return None
-    signed = ()
+    compared = ()
     baseline = options.baseline
     if baseline is not None and (options.strict or baseline in values.index):
-        with_delta = with_deltas(values, baseline)
-        signed = [label for label in with_delta.index if label not in values.index]
+        with_delta = with_deltas(values, baseline, ratio=table.compare == "ratio")
+        compared = [label for label in with_delta.index if label not in values.index]
         values = with_delta
     digits = table.digits
-    cells = number_cells(values, digits, signed)
+    cells = number_cells(values, digits, compared if table.compare == "difference" else ())
     low, high = (table.low, table.high) if options.ci else (None, None)
     if low is not None:  # "value [low, high]"
         for label in measured.index:
@@ -68,7 +69,7 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
     for (label, column), (delta, half) in (table.paired if options.ci else {}).items():
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
-    ranked = values.drop(index=list(signed))
+    ranked = values.drop(index=list(compared))
     csv_low = csv_high = None
     if low is not None:
         csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),

@@ -31,10 +31,11 @@ def cells(frame: pd.DataFrame) -> pd.DataFrame:
 def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
     values = cells(frame)
     higher = {f"{heading} ": better for heading, _, better in COLUMNS.values()}
-    return Table(values=values, digits=2,
+    return Table(values=values, digits=2, compare="ratio",
                  higher_is_better=lambda column: next((b for h, b in higher.items() if column.startswith(h)), True),
                  caption="Cost by context length: prefill and decoding throughput (tokens/s), the cache after the "
-                         "prefill as measured and as counted from the config, peak memory (MiB)")
+                         "prefill as measured and as counted from the config, peak memory (MiB); with --baseline, "
+                         "each model's numbers as a multiple of the baseline's")
 
 
 def cost_figure(suite, store):

@@ -97,6 +97,23 @@ def test_a_run_stores_the_measures_per_length_resumes_and_renders(tmp_path, caps
     assert main(["curves", "--figure", "efficiency", "--store", str(store), "--out", str(tmp_path / "f")]) == 0
     assert (tmp_path / "f" / "efficiency.png").stat().st_size > 10_000
 
+    # its backbone beside it: --baseline gives CCQ's cost as a multiple of the backbone's, column by column
+    backbone = save_checkpoint(tiny_model("gla"), tmp_path / "gla")
+    assert main([*argv[:1], str(backbone), *argv[2:], "--samples", "1"]) == 0
+    assert main(["tables", "--table", "efficiency", "--store", str(store), "--out", str(tmp_path / "t"),
+                 "--baseline", "gla"]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "t" / "efficiency.csv", index_col="label")  # 3 decimals
+    cache = {label: dict(db.execute("SELECT context_length, value FROM metrics WHERE label = ? AND metric = "
+                                    "'cache_bytes'", (label,)).fetchall()) for label in ("ccq-gla", "gla")}
+    for L in (64, 256):
+        assert table.at["ccq-gla / gla", f"cache MiB {L}"] == pytest.approx(cache["ccq-gla"][L] / cache["gla"][L], abs=5e-4)
+        assert table.at["ccq-gla / gla", f"cache MiB {L}"] > 1  # CCQ's statistics on top of the same state
+        assert table.at["ccq-gla / gla", f"prefill tok/s {L}"] == pytest.approx(
+            table.at["ccq-gla", f"prefill tok/s {L}"] / table.at["gla", f"prefill tok/s {L}"], rel=2e-3)
+    assert "ccq-gla − gla" not in table.index  # costs compare as ratios, not differences
+
 
 def test_suite_all_leaves_cost_to_its_own_run():
     from ccq_eval.suites import ALL_ORDER
