@@ -86,6 +86,21 @@ def _resident_kb(field: str) -> int | None:
     return None
 
 
+def _return_freed_memory() -> None:
+    """glibc keeps freed heap pages mapped for reuse; malloc_trim hands them back, so the resident set measures
+    what the next forward allocates. Nothing to do without glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        if libc is not None and hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+    except OSError:
+        pass
+
+
 class _PeakMemory:
     """Peak memory above the level at start, over what runs between start() and stop()."""
 
@@ -98,6 +113,7 @@ class _PeakMemory:
             torch.cuda.reset_peak_memory_stats(self.device)
             self.base = torch.cuda.memory_allocated(self.device)
             return
+        _return_freed_memory()  # else the prefill reuses pages an earlier one left and its peak hides
         try:
             Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident set
             self.base = _resident_kb("VmRSS")
