@@ -38,7 +38,7 @@ test-interpreter: $(STAMP)
 
 # pip install into a fresh environment that already holds the oldest versions pyproject.toml allows (and
 # transformers, pandas, huggingface-hub older than the lock's): nothing of it is replaced, and ccq-eval runs and
-# passes its tests there. Reaches the package registry (as make install does); about 10 minutes.
+# passes its tests there. Reaches the package registry (as make install does); about 6 minutes.
 test-install:
 	$(PYTHON) tests/install/check_install.py
 

@@ -85,8 +85,15 @@ def environment(device, store: str | None = None, threads_chosen_by: str | None 
         "threads": {"torch": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),
                     "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
                     "chosen_by": threads_chosen_by or "torch's default"},
-        "paths": {"data_cache": str(cache_root()), "hub_cache": _hub_cache(), "store": store},
+        "paths": {"data_cache": str(cache_root()), "hub_cache": _hub_cache(), "store": store,
+                  "task_plugins": _task_plugins()},
     }
+
+
+def _task_plugins() -> str:
+    from ccq_eval.lm.stock_cli import include_path
+
+    return include_path()
 
 
 def _hub_cache() -> str:
@@ -112,6 +119,7 @@ def describe(record: dict) -> str:
     lines.append(f"hub cache: {paths['hub_cache']} (HF_HUB_CACHE / HF_HOME)")
     if paths["store"]:
         lines.append(f"store: {paths['store']}")
+    lines.append(f"task plugins: {paths['task_plugins']} (lm_eval --include_path; ccq-eval lm-eval adds it)")
     return "\n".join(lines)
 
 

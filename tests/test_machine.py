@@ -24,6 +24,9 @@ def test_env_prints_the_record_of_this_environment(capsys):
     assert main(["env", "--device", "cpu"]) == 0
     text = capsys.readouterr().out
     assert f"transformers {record['versions']['transformers']}" in text and "CCQ-GLA: ccq-eval's CPU backend" in text
+    from ccq_eval.lm.stock_cli import include_path
+
+    assert record["paths"]["task_plugins"] == include_path() and f"task plugins: {include_path()}" in text
 
 
 def test_on_cuda_each_family_names_its_kernels():
