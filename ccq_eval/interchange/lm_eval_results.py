@@ -50,7 +50,7 @@ def _load_json(path: Path) -> dict:
 def _model_identity(config: dict) -> tuple[str, str, dict]:
     """(model spec, weights identity, model config): a local checkpoint folder is identified by its weights'
     sha256 and config.json, as ccq-eval's own runs identify it; anything else by lm-eval's model name and sha."""
-    from ccq_eval.models.loading import weights_sha256
+    from ccq_eval.models.loading import ModelLoadError, _weight_files, weights_sha256
 
     args = config.get("model_args") or {}
     if isinstance(args, str):  # older lm-eval versions store the --model_args string
@@ -58,7 +58,10 @@ def _model_identity(config: dict) -> tuple[str, str, dict]:
     spec = str(args.get("pretrained") or config.get("model_name") or config.get("model") or "")
     folder = Path(spec) if spec else None
     if folder is not None and folder.is_dir() and (folder / "config.json").is_file():
-        weights = sorted(folder.glob("*.safetensors"))
+        try:  # the files, in the order, that a ccq-eval run of this folder hashes (shards by their index)
+            weights = _weight_files(folder, allow_pickle=False)
+        except ModelLoadError:
+            weights = []
         if weights:
             return spec, weights_sha256(weights), json.loads((folder / "config.json").read_text())
     revision = config.get("model_sha") or args.get("revision") or config.get("model_revision") or "unknown"
