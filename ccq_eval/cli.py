@@ -2,7 +2,7 @@
 
     ccq-eval --model CKPT --suite sniah [...]     (the same as `ccq-eval run ...`)
     ccq-eval runs [--delete ID]
-    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench|efficiency|seeds] [--format csv|latex|md]
+    ccq-eval tables [--table all|lm|sniah|sniah-partial|longppl|longbench|efficiency|seeds|pairs] [--format csv|latex|md]
                     [--ci] [--reference] [--baseline LABEL] [--out DIR]
     ccq-eval curves [--figure longppl|sniah-depth|efficiency] [--out DIR]
     ccq-eval data fetch longppl|longbench|lm [--corpora ...]
@@ -126,13 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     tables = sub.add_parser("tables", help="render the paper's tables from the store")
     _add_store(tables)
     tables.add_argument("--table", default="all", help="which table: lm, sniah, sniah-partial, longppl, longbench, efficiency, seeds (mean ± sd over NAME, "
-                                                        "NAME-s1, ...), "
-                                                        "all (default)")
+                                                        "NAME-s1, ...), pairs (ccq-NAME and NAME+ccq<lambda> against NAME "
+                                                        "on the same samples, with paired tests), all (default)")
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
-    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired intervals on "
-                                                           "S-NIAH deltas)")
+    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired intervals "
+                                                           "with McNemar's exact p on S-NIAH deltas)")
     tables.add_argument("--reference", action="store_true", help="add the reported rows of results/reference/ "
                                                                  "(labelled '(reported)', never mixed with measured rows)")
     tables.add_argument("--baseline", metavar="LABEL", help="add 'label − LABEL' delta rows against this label")
@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     zoo = sub.add_parser("zoo", help="train the tiny model zoo on CPU (resumable)")
     zoo.add_argument("action", choices=("build",))
-    zoo.add_argument("--steps", type=_number(int, 1, MAX_SAMPLES, "training steps"), help="training steps per model (default: what the shipped zoo had)")
+    zoo.add_argument("--steps", type=_number(int, 1, MAX_SAMPLES, "training steps"), help="training steps per model (default: each model's shipped recipe)")
     zoo.add_argument("--threads", type=_number(int, 1, 1024, "torch CPU threads"), help="torch CPU threads (default: torch's; run two builds with 1 each on 2 cores)")
     zoo.add_argument("--models", help="comma list of zoo names (default: all of them)")
     zoo.add_argument("--work", default="results/zoo-work", help="checkpoints and loss logs (resumed from)")
@@ -284,17 +284,16 @@ def _zoo(args) -> int:
     unknown = [n for n in names if n not in zoo_build.ZOO]
     if unknown:
         raise BadInput(f"--models: unknown {', '.join(unknown)}; available: {', '.join(zoo_build.ZOO)}")
-    steps = zoo_build.TrainConfig.steps if args.steps is None else args.steps
-    if steps < 1:
-        raise BadInput(f"--steps {steps}: must be at least 1")
+    if args.steps is not None and args.steps < 1:
+        raise BadInput(f"--steps {args.steps}: must be at least 1")
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    config = zoo_build.TrainConfig(steps=steps, save_every=min(zoo_build.TrainConfig.save_every, steps))
     out = Path(args.out) if args.out else zoo_dir()
     for name in names:
-        card = zoo_build.train(zoo_build.ZOO[name], config, Path(args.work), out)
+        spec = zoo_build.ZOO[name]
+        card = zoo_build.train(spec, spec.recipe(args.steps), Path(args.work), out)
         print(f"{name}: {card['steps']} steps, final loss {card['final_loss_nats_per_byte']:.3f} -> {out / name}")
     return 0
 

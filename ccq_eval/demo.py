@@ -1,12 +1,14 @@
 """`make demo`: the shipped tiny zoo through the real pipeline, offline, on a laptop CPU.
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
-25 samples per cell, and on long-context perplexity over three shipped corpora (the longppl
-suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation, and
-Python's reference manual and standard-library source, text the zoo has never seen). A
+25 samples per cell, and on long-context perplexity over four shipped corpora (the longppl
+suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
+in the same voice that it never saw, which measures generalisation; Python's reference manual and
+standard-library source, text of another kind it has never seen). A
 training-free CCQ sweep (lambda 0.1, 0.3, 1 with Sigma scaled by its trace; lambda 0 is the plain
 model) runs on the plain GLA and GDN, on perplexity and on S-NIAH-1 at 1K and 4K. Every number goes to one store; the tables (with 95%
-intervals, and mean ± sd over the GLA / CCQ-GLA seeds) and the curves are rendered from it.
+intervals, mean ± sd over the GLA / CCQ-GLA seeds, and every CCQ model against its backbone with paired
+tests) and the curves are rendered from it.
 The evaluations run as `ccq-eval run` calls in one worker process per core (their jobs split longest
 first), writing to the same store.
 """
@@ -32,7 +34,7 @@ SNIAH_TASKS = "sniah_1,sniah_2"
 SWEEP_SNIAH_TASKS = "sniah_1"
 SWEEP_SNIAH_LENGTHS = "1k,4k"  # the training length and 4x
 SNIAH_SAMPLES = 25
-LONGPPL_TASKS = "essays,pydocs,pycode"
+LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
 SWEEP_MODELS = ("gla-tiny", "gdn-tiny")
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     from ccq_eval.demo_console import summary
 
     with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
-        for table in ("sniah", "sniah-partial", "longppl", "seeds"):
+        for table in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
             if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
                 return 1
         if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:

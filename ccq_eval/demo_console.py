@@ -70,13 +70,14 @@ def watch(procs, events: Path, costs: dict[str, float], started: float, out=sys.
 
 
 def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
-    """Per model: S-NIAH-1 accuracy at the shortest and longest length and essays perplexity at both,
+    """Per model: S-NIAH-1 accuracy at the shortest and longest length and the held-out essays' perplexity
+    (text of the training kind it never saw) at both,
     then where the full tables and figures are. Each line fits WIDTH columns."""
     from ccq_eval.store import Store
 
     store = Store(store_path, readonly=True)
     rows = store.query("SELECT label, task, context_length, value FROM metrics WHERE is_primary = 1 "
-                       "AND task IN ('sniah_1', 'longppl_essays')")
+                       "AND task IN ('sniah_1', 'longppl_essays_heldout')")
     cells: dict[str, dict[tuple[str, int], float]] = {}
     for row in rows:
         cells.setdefault(row["label"], {})[(row["task"], row["context_length"])] = row["value"]
@@ -92,12 +93,12 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
         return f"{length // 1024}K"
 
     lines = [f"{'model':<{name}}  {'S-NIAH-1 ' + k(short):>12} {'S-NIAH-1 ' + k(long):>12}  "
-             f"{'essays ppl ' + k(short):>14} {'essays ppl ' + k(long):>14}"]
+             f"{'held-out ppl ' + k(short):>16} {'held-out ppl ' + k(long):>16}"]
     for label in sorted(cells):
         values = cells[label]
         lines.append(f"{label[:name]:<{name}}  {cell(values, 'sniah_1', short, 0):>12} "
-                     f"{cell(values, 'sniah_1', long, 0):>12}  {cell(values, 'longppl_essays', short, 2):>14} "
-                     f"{cell(values, 'longppl_essays', long, 2):>14}")
+                     f"{cell(values, 'sniah_1', long, 0):>12}  {cell(values, 'longppl_essays_heldout', short, 2):>16} "
+                     f"{cell(values, 'longppl_essays_heldout', long, 2):>16}")
     lines += ["", f"full tables (csv, tex, md): {out_dir / 'tables'}", f"figures (png, pdf):         {out_dir / 'figures'}",
               f"store:                      {store_path}"]
     return "\n".join(line[:WIDTH] for line in lines)

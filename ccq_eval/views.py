@@ -1,5 +1,5 @@
 """Every table and figure by name: each suite's own (suites/<name>/tables.py) plus the cross-suite
-seeds table, rendered through report/. The CLI and the notebooks call these."""
+seeds and pairs tables, rendered through report/. The CLI and the notebooks call these."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ccq_eval.store import Store
 from ccq_eval.suites import SUITES
 
 SEEDS = "seeds"
+PAIRS = "pairs"
 
 
 def _tables() -> dict:
@@ -20,8 +21,8 @@ def _figures() -> dict:
 
 
 def table_names() -> tuple[str, ...]:
-    """In the registry's order (the paper's), then the seeds table: `tables --table all`."""
-    return (*_tables(), SEEDS)
+    """In the registry's order (the paper's), then the cross-suite seeds and pairs tables: `tables --table all`."""
+    return (*_tables(), SEEDS, PAIRS)
 
 
 def figure_names() -> tuple[str, ...]:
@@ -39,6 +40,10 @@ def render_table(store: Store, table: str, ci: bool = False, reference: bool = F
         from ccq_eval.suites.seeds import render_seeds
 
         return None if frame.empty else render_seeds(frame)
+    if table == PAIRS:
+        from ccq_eval.suites.pairs import render_pairs
+
+        return render_pairs(store)
     suite, build = _tables()[table]
     options = TableOptions(ci=ci, reference=reference, baseline=baseline, strict=strict, average=average)
     return render(build(suite, frame, store, options), options, label_families(store))

@@ -78,7 +78,7 @@ def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
     graph = import_graph()
     for user in ("ccq_eval.run.runner", "ccq_eval.cli", "ccq_eval.views"):
         reached = {m for m in graph[user] if m.startswith("ccq_eval.suites.")}
-        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes", "ccq_eval.suites.seeds"}
+        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes", "ccq_eval.suites.seeds", "ccq_eval.suites.pairs"}
         assert reached <= allowed, (user, reached - allowed)  # flags, data fetch, tables: all through the registry
 
 

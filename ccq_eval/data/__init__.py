@@ -5,3 +5,5 @@ from pathlib import Path
 
 # CC0 essays written for ccq-eval: S-NIAH-2/3's default haystack, longppl's "essays" corpus, the zoo's text
 SHIPPED_ESSAYS = Path(__file__).resolve().parent / "text" / "essays.txt"
+# More CC0 essays in the same voice that no zoo model trains on: longppl's "essays_heldout" corpus
+HELDOUT_ESSAYS = Path(__file__).resolve().parent / "text" / "essays-heldout.txt"

@@ -9,6 +9,7 @@ from typing import Callable
 import pandas as pd
 
 from ccq_eval.report.formats import number_cells, to_csv, to_latex, to_markdown
+from ccq_eval.report.paired_tests import p_text
 from ccq_eval.report.reference import with_deltas, with_rows
 
 
@@ -31,7 +32,7 @@ class Table:
     low: pd.DataFrame | None = None  # 95% bounds: cells "v [low, high]", CSV columns
     high: pd.DataFrame | None = None
     stderr: pd.DataFrame | None = None  # cells "v ± 1.96 se" (lm-eval's standard errors)
-    paired: dict = field(default_factory=dict)  # (delta row, column) -> (delta, half-width)
+    paired: dict = field(default_factory=dict)  # (delta row, column) -> PairedResult (report/paired_tests.py)
     compare: str = "difference"  # what --baseline adds: "difference" rows, or "ratio" rows (costs)
 
 
@@ -66,9 +67,10 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
                 se = stderr.at[label, column] if column in stderr.columns else None
                 if not pd.isna(value) and se is not None and not pd.isna(se):
                     cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
-    for (label, column), (delta, half) in (table.paired if options.ci else {}).items():
+    for (label, column), result in (table.paired if options.ci else {}).items():
         if label in cells.index and column in cells.columns:
-            cells.at[label, column] = f"{delta:+.1f} ± {half:.1f}"
+            cells.at[label, column] = (f"{result.delta:+.1f} ± {result.high - result.delta:.1f} "
+                                       f"({p_text(result.p_value)})")
     ranked = values.drop(index=list(compared))
     csv_low = csv_high = None
     if low is not None:

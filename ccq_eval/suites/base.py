@@ -87,6 +87,11 @@ class Suite(ABC):
         """figure name -> draw(store) -> matplotlib Figure | None"""
         return {}
 
+    def paired_cells(self, store) -> dict:
+        """column -> report.paired_tests.ScoreCell / PerplexityCell: the per-sample numbers the pairs table
+        tests two labels on (none by default)."""
+        return {}
+
     def task_files(self) -> dict[str, str]:
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
         return {}

@@ -29,15 +29,18 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     assert sniah.filter(like="ci_low").notna().any().any()  # the 95% intervals are there
 
     longppl = pd.read_csv(out / "tables" / "longppl.csv", index_col="label").drop(columns="family")
-    assert list(longppl.columns[:6]) == ["Essays (seen) 1K", "Essays (seen) 2K", "PyDocs 1K", "PyDocs 2K",
-                                         "PyCode 1K", "PyCode 2K"]
-    assert (longppl.iloc[:, :6] > 1).all().all() and len(longppl) == 5
+    assert list(longppl.columns[:8]) == ["Essays (seen) 1K", "Essays (seen) 2K", "Essays (held out) 1K",
+                                         "Essays (held out) 2K", "PyDocs 1K", "PyDocs 2K", "PyCode 1K", "PyCode 2K"]
+    assert (longppl.iloc[:, :8] > 1).all().all() and len(longppl) == 5
     assert (longppl["PyCode 2K ci_low"] < longppl["PyCode 2K"]).all()
 
     seeds = pd.read_csv(out / "tables" / "seeds.csv")
     assert set(seeds.model) == {"gla-tiny"} and (seeds.seeds == 2).all()
     assert "S1 1K acc" in set(seeds.column) and "PyCode 2K ppl" in set(seeds.column)
-    for name in ("sniah", "sniah-partial", "longppl", "seeds"):
+    pairs = pd.read_csv(out / "tables" / "pairs.csv")  # training-free CCQ against the same weights, tested
+    assert set(zip(pairs.model, pairs.baseline)) == {("gla-tiny+ccq0.3", "gla-tiny"), ("gdn-tiny+ccq0.3", "gdn-tiny")}
+    assert set(pairs.column) >= {"S1 1K acc", "PyCode 2K ppl"} and pairs.p_value.between(0, 1).all()
+    for name in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
 

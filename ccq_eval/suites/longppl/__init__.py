@@ -29,6 +29,11 @@ class LongpplSuite(Suite):
 
         return {"longppl": tables.curves_figure}
 
+    def paired_cells(self, store):
+        from ccq_eval.suites.longppl import tables
+
+        return tables.paired_cells(self, store)
+
     def task_files(self):
         from ccq_eval.suites.task_files import task_yaml
 
@@ -53,9 +58,9 @@ SUITE = LongpplSuite(
     default_samples=100,
     display={"longppl_govreport": "GovReport", "longppl_qmsum": "QMSum", "longppl_narrativeqa": "NarrativeQA",
              "longppl_qasper": "Qasper", "longppl_codeparrot": "CodeParrot", "longppl_pg19": "PG19",
-             "longppl_essays": "Essays (seen)", "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
+             "longppl_essays": "Essays (seen)", "longppl_essays_heldout": "Essays (held out)", "longppl_pydocs": "PyDocs", "longppl_pycode": "PyCode"},
     # corpora every Python installation carries (corpora.SHIPPED): the offline demo's
-    extra_tasks=("longppl_essays", "longppl_pydocs", "longppl_pycode"),
+    extra_tasks=("longppl_essays", "longppl_essays_heldout", "longppl_pydocs", "longppl_pycode"),
     options=(SuiteOption("engine", "one-pass (default; one forward per sequence gives every length) or lm-eval "
                                    "(loglikelihood_rolling per length, the cross-check)"),),
     seed_metrics=(SeedMetric("perplexity", "ppl", False),),

@@ -7,7 +7,8 @@ import math
 import pandas as pd
 
 from ccq_eval.report.figures import label_colours, plot_label, pyplot, training_lengths
-from ccq_eval.report.frame import metrics_frame
+from ccq_eval.report.frame import latest_samples, metrics_frame
+from ccq_eval.report.paired_tests import PerplexityCell
 from ccq_eval.report.intervals import exp_t_interval
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
@@ -52,6 +53,24 @@ def perplexity_table(suite, frame: pd.DataFrame, store, options) -> Table:
                  caption="Perplexity by context length (lower is better)"
                          + (r" with 95\% intervals over sequences" if options.ci else ""),
                  reference=reference_rows("longppl") if options.reference else pd.DataFrame())
+
+
+def paired_cells(suite, store) -> dict:
+    """'PyDocs 1K ppl' -> PerplexityCell: every label's per-sequence NLL and token counts (the pairs table)."""
+    import json
+
+    frame = latest_samples(store, "longppl", "s.prompt_sha256, s.fields")
+    if frame.empty:
+        return {}
+    fields = frame.fields.map(json.loads)
+    frame["nll"], frame["tokens"] = fields.map(lambda f: f["nll_sum"]), fields.map(lambda f: f["tokens"])
+    frame["column"] = [f"{suite.display.get(t, t)} {format_length(L)} ppl" for t, L in zip(frame.task, frame.context_length)]
+    cells = {}
+    for column, cell in frame.groupby("column", sort=False):
+        nll, tokens = (cell.pivot_table(index="prompt_sha256", columns="label", values=f, aggfunc="first")
+                       for f in ("nll", "tokens"))
+        cells[column] = PerplexityCell(nll, tokens)
+    return cells
 
 
 def curves_figure(suite, store):

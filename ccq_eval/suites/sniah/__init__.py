@@ -27,6 +27,11 @@ class SniahSuite(Suite):
 
         return {"sniah-depth": tables.depth_figure}
 
+    def paired_cells(self, store):
+        from ccq_eval.suites.sniah import tables
+
+        return tables.paired_cells(self, store)
+
     def task_files(self):
         from ccq_eval.suites.sniah.driver import TASK_VERSION
         from ccq_eval.suites.task_files import task_yaml

@@ -12,6 +12,7 @@ import pandas as pd
 from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.intervals import wilson_interval
+from ccq_eval.report.paired_tests import ScoreCell, mcnemar
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
@@ -50,7 +51,8 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
 
 
 def paired_deltas(suite, store, baseline: str) -> dict:
-    """(delta row, column) -> (mean paired difference, 95% half-width) over prompts both rows answered."""
+    """(delta row, column) -> PairedResult (mean paired difference, its 95% interval, McNemar's exact p) over
+    prompts both rows answered."""
     frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
     out = {}
     if frame.empty:
@@ -61,9 +63,19 @@ def paired_deltas(suite, store, baseline: str) -> dict:
         for label, other in cell[cell.label != baseline].groupby("label"):
             shared = other.set_index("prompt_sha256").score.align(base, join="inner")
             if len(shared[0]) > 1:
-                diff = (shared[0] - shared[1]).to_numpy()
-                out[(f"{label} − {baseline}", column)] = (diff.mean(), 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)))
+                out[(f"{label} − {baseline}", column)] = mcnemar(shared[0].to_numpy(), shared[1].to_numpy())
     return out
+
+
+def paired_cells(suite, store) -> dict:
+    """'S1 1K acc' -> ScoreCell: every label's per-prompt scores in that cell (the pairs table)."""
+    frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
+    if frame.empty:
+        return {}
+    frame["column"] = [column_name(suite, t, haystack_of(s), L) + " acc"
+                       for t, s, L in zip(frame.task, frame.settings, frame.context_length)]
+    return {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"))
+            for column, cell in frame.groupby("column", sort=False)}
 
 
 def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
