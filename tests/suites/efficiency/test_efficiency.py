@@ -134,3 +134,45 @@ def test_suite_all_leaves_cost_to_its_own_run():
     from ccq_eval.suites import ALL_ORDER
 
     assert "efficiency" not in ALL_ORDER and ALL_ORDER[:4] == ("lm", "sniah", "longppl", "longbench")
+
+
+def test_the_cuda_path_times_with_events_after_synchronising_and_subtracts_what_was_allocated(monkeypatch):
+    """No GPU here: torch.cuda's calls replaced by a recorder that keeps a fake device's clock and allocator,
+    so the CUDA branch's order (synchronise, record; reset, base) and arithmetic (ms -> s, peak - base) run."""
+    from ccq_eval.suites.efficiency import measure
+
+    calls, state = [], {"ms": 0.0, "allocated": 3_000, "peak": 3_000}
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.at = None
+
+        def record(self):
+            calls.append("record")
+            self.at = state["ms"]
+
+        def synchronize(self):
+            calls.append("event sync")
+
+        def elapsed_time(self, end):
+            return end.at - self.at
+
+    def synchronize(device):
+        calls.append("sync")
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda d: state.update(peak=state["allocated"]))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d: state["allocated"])
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: state["peak"])
+    cuda = torch.device("cuda", 0)
+    clock, peak = measure._Clock(cuda), measure._PeakMemory(cuda)
+    peak.start()
+    start = clock.now()
+    state["ms"] += 250.0  # the kernel ran 250 ms on the device
+    state["peak"] = 3_000 + 7_168  # and allocated 7 KiB more at its peak
+    end = clock.now()
+    assert clock.seconds(start, end) == pytest.approx(0.25)
+    assert peak.stop() == 7_168
+    assert calls[:3] == ["sync", "sync", "record"] and calls[3:5] == ["sync", "record"] and "event sync" in calls
