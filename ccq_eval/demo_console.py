@@ -99,6 +99,39 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
         lines.append(f"{label[:name]:<{name}}  {cell(values, 'sniah_1', short, 0):>12} "
                      f"{cell(values, 'sniah_1', long, 0):>12}  {cell(values, 'longppl_essays_heldout', short, 2):>16} "
                      f"{cell(values, 'longppl_essays_heldout', long, 2):>16}")
+    lines += pair_lines(store, short)
     lines += ["", f"full tables (csv, tex, md): {out_dir / 'tables'}", f"figures (png, pdf):         {out_dir / 'figures'}",
               f"store:                      {store_path}"]
     return "\n".join(line[:WIDTH] for line in lines)
+
+
+def pair_lines(store, length: int) -> list[str]:
+    """CCQ against its backbone at one length, a line per pair (a model with seeds: the mean ± sd of its
+    per-seed deltas and how many seeds' own tests give p < 0.05): S-NIAH-1 points, held-out perplexity."""
+    import numpy as np
+
+    from ccq_eval.report.paired_tests import p_text
+    from ccq_eval.suites.base import format_length
+    from ccq_eval.suites.pairs import paired_cells, paired_results, seed_groups
+
+    results = paired_results(paired_cells(store))
+    if not results:
+        return []
+    columns = ((f"S1 {format_length(length)} acc", "S-NIAH-1", 1), (f"Essays (held out) {format_length(length)} ppl", "ppl", 2))
+    lines = ["", f"CCQ minus its backbone at {format_length(length)}, same samples (p: McNemar / paired bootstrap):"]
+    for (model, base), group in seed_groups(results).items():
+        parts = []
+        for column, name, digits in columns:
+            found = [results[pair][column] for pair in group if column in results[pair]]
+            if not found:
+                continue
+            if len(found) == 1:
+                parts.append(f"{name} {found[0].delta:+.{digits}f} ({p_text(found[0].p_value)})")
+            else:
+                deltas = np.array([r.delta for r in found])
+                significant = sum(r.p_value < 0.05 for r in found)
+                parts.append(f"{name} {deltas.mean():+.{digits}f} ± {deltas.std(ddof=1):.{digits}f} "
+                             f"({significant}/{len(found)} p<0.05)")
+        seeds = f" ({len(group)} seeds)" if len(group) > 1 else ""
+        lines.append(f"  {model} − {base}{seeds}: " + ", ".join(parts))
+    return lines

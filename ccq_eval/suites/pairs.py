@@ -71,7 +71,7 @@ def render_pairs(store) -> dict[str, str] | None:
         texts[name] = {c: f"{r.delta:+.{digits[c]}f} ({p_text(r.p_value)})" for c, r in cells.items()}
         long += [{"model": model, "baseline": base, "column": c, "delta": r.delta, "ci_low": r.low, "ci_high": r.high,
                   "p_value": r.p_value, "n": r.n, "seeds": 1} for c, r in cells.items()]
-    for (model, base), group in _seed_groups(results).items():
+    for (model, base), group in seed_groups(results).items():
         if len(group) < 2:
             continue
         name = f"{model} − {base}: mean ± sd over {len(group)} seeds"
@@ -94,7 +94,7 @@ def render_pairs(store) -> dict[str, str] | None:
             "latex": to_latex(blank, cells, caption, no_best), "md": to_markdown(blank, cells, no_best)}
 
 
-def _seed_groups(results) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def seed_groups(results) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """(CCQ model, backbone) without seed suffixes -> its per-seed pairs."""
     groups: dict[tuple[str, str], list] = {}
     for model, base in results:

@@ -150,3 +150,19 @@ def test_sniah_baseline_deltas_carry_mcnemars_p(tmp_path):
     _sniah(store, _run(store, "CCQ"), "CCQ", [100.0] * 20)
     md = render_table(store, "sniah", ci=True, baseline="GLA")["md"]
     assert "+50.0 ± 22.5 (p 0.002)" in md  # 1.96 sd/sqrt(20); 10 discordant prompts, all CCQ's: 2 / 2^10
+
+
+def test_the_demo_summary_names_each_pair_with_its_seed_spread_and_significant_seeds(tmp_path):
+    from ccq_eval.demo_console import WIDTH, pair_lines
+
+    store = Store(tmp_path / "ccq.db")
+    base_scores = [0.0] * 10 + [100.0] * 10
+    for seed, won in {"": 8, "-s1": 6, "-s2": 0}.items():
+        _sniah(store, _run(store, f"gla-tiny{seed}"), f"gla-tiny{seed}", base_scores)
+        _sniah(store, _run(store, f"ccq-gla-tiny{seed}"), f"ccq-gla-tiny{seed}", [100.0] * won + base_scores[won:])
+    _sniah(store, _run(store, "gla-tiny+ccq0.3"), "gla-tiny+ccq0.3", [100.0] + base_scores[1:])
+    lines = pair_lines(store, 1024)
+    assert "  ccq-gla-tiny − gla-tiny (3 seeds): S-NIAH-1 +23.3 ± 20.8 (2/3 p<0.05)" in lines  # p 0.008, 0.031, 1
+    assert "  gla-tiny+ccq0.3 − gla-tiny: S-NIAH-1 +5.0 (p 1.00)" in lines
+    assert all(len(line) <= WIDTH for line in lines)
+    assert pair_lines(Store(tmp_path / "empty.db"), 1024) == []
