@@ -131,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
-    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired intervals "
-                                                           "with McNemar's exact p on S-NIAH deltas)")
+    tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired ones on "
+                                                           "--baseline deltas: McNemar's exact p on S-NIAH, a paired "
+                                                           "bootstrap on perplexity)")
     tables.add_argument("--reference", action="store_true", help="add the reported rows of results/reference/ "
                                                                  "(labelled '(reported)', never mixed with measured rows)")
     tables.add_argument("--baseline", metavar="LABEL", help="add 'label − LABEL' delta rows against this label")

@@ -69,7 +69,7 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
                     cells.at[label, column] = f"{value:.{digits}f} ± {1.96 * se:.{digits}f}"
     for (label, column), result in (table.paired if options.ci else {}).items():
         if label in cells.index and column in cells.columns:
-            cells.at[label, column] = (f"{result.delta:+.1f} ± {result.high - result.delta:.1f} "
+            cells.at[label, column] = (f"{result.delta:+.{digits}f} [{result.low:+.{digits}f}, {result.high:+.{digits}f}] "
                                        f"({p_text(result.p_value)})")
     ranked = values.drop(index=list(compared))
     csv_low = csv_high = None

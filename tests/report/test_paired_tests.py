@@ -149,7 +149,7 @@ def test_sniah_baseline_deltas_carry_mcnemars_p(tmp_path):
     _sniah(store, _run(store, "GLA"), "GLA", [0.0] * 10 + [100.0] * 10)
     _sniah(store, _run(store, "CCQ"), "CCQ", [100.0] * 20)
     md = render_table(store, "sniah", ci=True, baseline="GLA")["md"]
-    assert "+50.0 ± 22.5 (p 0.002)" in md  # 1.96 sd/sqrt(20); 10 discordant prompts, all CCQ's: 2 / 2^10
+    assert "+50.0 [+27.5, +72.5] (p 0.002)" in md  # 50 ± 1.96 sd/sqrt(20); 10 discordant prompts, all CCQ's: 2 / 2^10
 
 
 def test_the_demo_summary_names_each_pair_with_its_seed_spread_and_significant_seeds(tmp_path):
@@ -166,3 +166,14 @@ def test_the_demo_summary_names_each_pair_with_its_seed_spread_and_significant_s
     assert "  gla-tiny+ccq0.3 − gla-tiny: S-NIAH-1 +5.0 (p 1.00)" in lines
     assert all(len(line) <= WIDTH for line in lines)
     assert pair_lines(Store(tmp_path / "empty.db"), 1024) == []
+
+
+def test_perplexity_baseline_deltas_carry_the_paired_bootstrap(tmp_path):
+    store = Store(tmp_path / "ccq.db")
+    nll = np.linspace(1.8, 2.2, 8)
+    _longppl(store, _run(store, "GLA"), "GLA", nll)
+    _longppl(store, _run(store, "CCQ"), "CCQ", nll - 0.05)  # lower on every sequence
+    md = render_table(store, "longppl", ci=True, baseline="GLA")["md"]
+    row = next(line for line in md.splitlines() if line.startswith("| CCQ − GLA"))
+    expected = math.exp(nll.mean() - 0.05) - math.exp(nll.mean())
+    assert f"{expected:+.2f} [" in row and "(p<0.001)" in row

@@ -49,7 +49,13 @@ def perplexity_table(suite, frame: pd.DataFrame, store, options) -> Table:
     low = high = None
     if options.ci and not values.empty:
         low, high = cells(suite, frame, "ci_low"), cells(suite, frame, "ci_high")
-    return Table(values=values, low=low, high=high, digits=2, higher_is_better=lambda column: False,
+    paired = {}
+    if options.ci and options.baseline and not values.empty:  # the delta rows' paired bootstrap per cell
+        for column, cell in paired_cells(suite, store).items():
+            for label in values.index:
+                if label != options.baseline and (result := cell.compare(label, options.baseline)):
+                    paired[(f"{label} − {options.baseline}", column.removesuffix(" ppl"))] = result
+    return Table(values=values, low=low, high=high, digits=2, higher_is_better=lambda column: False, paired=paired,
                  caption="Perplexity by context length (lower is better)"
                          + (r" with 95\% intervals over sequences" if options.ci else ""),
                  reference=reference_rows("longppl") if options.reference else pd.DataFrame())
