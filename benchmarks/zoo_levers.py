@@ -55,7 +55,9 @@ def pairs_doc(batches, rng: random.Random, pairs: int = 6, queries: int = 3) -> 
 
 
 def batch(batches, data: str, step: int, size: int, answer_weight: float):
-    rng = random.Random(f"levers-{step}")
+    from ccq_eval.zoo_build import LEVERS_DATA_ORDER
+
+    rng = random.Random(f"{LEVERS_DATA_ORDER}-{step}")  # the GDN pair of the zoo trains on this order
     docs = []
     for _ in range(size):
         if data == "lookup":

@@ -34,7 +34,7 @@ def test_each_zoo_model_loads_by_name_and_matches_its_card(name):
     assert model.config.model_type == spec.family == card["architecture"]
     assert sum(p.numel() for p in model.parameters()) == int(card["parameters"])
     assert int(card["seed"]) == spec.seed and int(card["steps"]) == spec.steps
-    assert card["recipe"].startswith(f"{spec.lookup_steps} lookup steps")
+    assert card["recipe"].startswith(f"{spec.lookup_steps} lookup steps") and card["data_order"] == str(spec.data_seed)
     assert model.config.training_context_length == int(card["training_length"]) == zoo_build.TRAIN_LENGTH
     weights = (ZOO_DIR / name / "model.safetensors").read_bytes()
     assert hashlib.sha256(weights).hexdigest() == card["sha256"] == loaded.provenance["weights_sha256"]

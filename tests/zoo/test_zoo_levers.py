@@ -37,3 +37,20 @@ def test_a_few_steps_of_each_lever_print_the_result_line(capsys):
         line = capsys.readouterr().out.strip().splitlines()[-1]
         assert line.startswith(f"RESULT family=gla data={data}") and "chance=2.015" in line
         assert float(re.search(r"answer_loss_last50=([\d.]+)", line).group(1)) > 2.015  # two steps learn nothing
+
+
+def test_the_gdn_pairs_lookup_stage_is_the_lever_runs_batch_for_batch():
+    """The zoo's GDN pair trains on the lever runs' data order: its lookup batches are theirs, step for step."""
+    import torch
+
+    from ccq_eval import zoo_build as zb
+
+    config = zb.ZOO["gdn-tiny"].recipe()
+    assert config.data_seed == zb.ZOO["ccq-gdn-tiny"].recipe().data_seed == zb.LEVERS_DATA_ORDER
+    batches, module = zb.Batches(config), levers()
+    for step in (0, 551, config.lookup_steps - 1):
+        zoo_batch = batches.batch(step)
+        lever_batch = module.batch(batches, "lookup", step, config.lookup_batch, config.answer_weight)
+        assert all(torch.equal(a, b) for a, b in zip(zoo_batch, lever_batch))
+    other = zb.Batches(zb.ZOO["gla-tiny"].recipe()).batch(0)
+    assert not torch.equal(other[0][:, :10], batches.batch(0)[0][:, :10])  # the GLA pairs' order is another
