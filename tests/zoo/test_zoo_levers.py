@@ -53,4 +53,4 @@ def test_the_gdn_pairs_lookup_stage_is_the_lever_runs_batch_for_batch():
         lever_batch = module.batch(batches, "lookup", step, config.lookup_batch, config.answer_weight)
         assert all(torch.equal(a, b) for a, b in zip(zoo_batch, lever_batch))
     other = zb.Batches(zb.ZOO["gla-tiny"].recipe()).batch(0)
-    assert not torch.equal(other[0][:, :10], batches.batch(0)[0][:, :10])  # the GLA pairs' order is another
+    assert not torch.equal(other[1], batches.batch(0)[1])  # the GLA pairs' order is another
