@@ -91,7 +91,7 @@ ZOO = {m.name: m for m in (
     ZooModel("gdn-tiny", "gated_deltanet", 0, data_seed=LEVERS_DATA_ORDER),
     ZooModel("ccq-gdn-tiny", "ccq_gated_deltanet", 0, data_seed=LEVERS_DATA_ORDER),
     ZooModel("transformer-tiny", "transformer", 0, **SHORT_LOOKUP),  # retrieves on the short recipe already
-    # two more seeds of the pair the paper compares (about 38 core-minutes per recurrent model)
+    # two more seeds of the pair the paper compares (20-27 core-minutes per recurrent model)
     ZooModel("gla-tiny-s1", "gla", 1), ZooModel("ccq-gla-tiny-s1", "ccq_gla", 1),
     ZooModel("gla-tiny-s2", "gla", 2), ZooModel("ccq-gla-tiny-s2", "ccq_gla", 2),
 )}

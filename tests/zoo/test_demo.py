@@ -40,6 +40,8 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     pairs = pd.read_csv(out / "tables" / "pairs.csv")  # training-free CCQ against the same weights, tested
     assert set(zip(pairs.model, pairs.baseline)) == {("gla-tiny+ccq0.3", "gla-tiny"), ("gdn-tiny+ccq0.3", "gdn-tiny")}
     assert set(pairs.column) >= {"S1 1K acc", "PyCode 2K ppl"} and pairs.p_value.between(0, 1).all()
+    columns = list(dict.fromkeys(pairs.column))  # in the suites' own tables' order (the sweep's S-NIAH: 1K only)
+    assert columns[:4] == ["S1 1K acc", "Essays (seen) 1K ppl", "Essays (seen) 2K ppl", "Essays (held out) 1K ppl"]
     for name in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()

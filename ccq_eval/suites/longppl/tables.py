@@ -76,7 +76,8 @@ def paired_cells(suite, store) -> dict:
         nll, tokens = (cell.pivot_table(index="prompt_sha256", columns="label", values=f, aggfunc="first")
                        for f in ("nll", "tokens"))
         cells[column] = PerplexityCell(nll, tokens)
-    return cells
+    order = {c: (suite.all_tasks.index(t), L) for c, t, L in zip(frame.column, frame.task, frame.context_length)}
+    return {column: cells[column] for column in sorted(cells, key=order.get)}  # the perplexity table's order
 
 
 def curves_figure(suite, store):

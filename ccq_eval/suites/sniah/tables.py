@@ -72,10 +72,14 @@ def paired_cells(suite, store) -> dict:
     frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
     if frame.empty:
         return {}
-    frame["column"] = [column_name(suite, t, haystack_of(s), L) + " acc"
-                       for t, s, L in zip(frame.task, frame.settings, frame.context_length)]
-    return {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"))
-            for column, cell in frame.groupby("column", sort=False)}
+    haystacks = frame.settings.map(haystack_of)
+    frame["column"] = [column_name(suite, t, h, L) + " acc" for t, h, L in zip(frame.task, haystacks, frame.context_length)]
+    frame["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)  # the accuracy table's order
+                      for t, h, L in zip(frame.task, haystacks, frame.context_length)]
+    cells = {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"))
+             for column, cell in frame.groupby("column", sort=False)}
+    order = dict(zip(frame.column, frame.order))
+    return {column: cells[column] for column in sorted(cells, key=order.get)}
 
 
 def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
