@@ -80,6 +80,14 @@ def p_text(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p {p:.3f}" if p < 0.1 else f"p {p:.2f}"
 
 
+def _shared_rows(frame: pd.DataFrame, model: str, baseline: str) -> pd.DataFrame | None:
+    """The two labels' columns on the samples both have (rows: sample hash); None when they share none."""
+    if not {model, baseline} <= set(frame.columns):
+        return None
+    both = frame[[model, baseline]].dropna()
+    return both if len(both) else None
+
+
 @dataclass(frozen=True)
 class ScoreCell:
     """One table cell's per-sample scores for every label (rows: prompt hash, columns: labels)."""
@@ -92,10 +100,8 @@ class ScoreCell:
 
     def compare(self, model: str, baseline: str) -> PairedResult | None:
         """The sign test on the prompts both labels were scored on; None when they share none."""
-        if not {model, baseline} <= self.labels():
-            return None
-        both = self.scores[[model, baseline]].dropna()
-        return mcnemar(both[model].to_numpy(), both[baseline].to_numpy()) if len(both) else None
+        both = _shared_rows(self.scores, model, baseline)
+        return None if both is None else mcnemar(both[model].to_numpy(), both[baseline].to_numpy())
 
 
 @dataclass(frozen=True)
@@ -111,10 +117,8 @@ class PerplexityCell:
 
     def compare(self, model: str, baseline: str) -> PairedResult | None:
         """The paired bootstrap on the sequences both labels scored; None when they share none."""
-        if not {model, baseline} <= self.labels():
-            return None
-        both = self.nll[[model, baseline]].dropna()
-        if not len(both):
+        both = _shared_rows(self.nll, model, baseline)
+        if both is None:
             return None
         return perplexity_bootstrap(both[model].to_numpy(), both[baseline].to_numpy(),
                                     self.tokens.loc[both.index, model].to_numpy())
