@@ -122,3 +122,16 @@ class PerplexityCell:
             return None
         return perplexity_bootstrap(both[model].to_numpy(), both[baseline].to_numpy(),
                                     self.tokens.loc[both.index, model].to_numpy())
+
+
+def delta_row_tests(cells: dict, baseline: str, suffix: str) -> dict:
+    """A suite table's paired tests for its --baseline delta rows: (label − baseline row, table column) ->
+    PairedResult, from the suite's paired cells (their column names are the table's plus ``suffix``); a
+    label sharing fewer than two samples with the baseline gets none."""
+    out = {}
+    for column, cell in cells.items():
+        for label in sorted(cell.labels() - {baseline}):
+            result = cell.compare(label, baseline)
+            if result is not None and result.n > 1:
+                out[(f"{label} − {baseline}", column.removesuffix(suffix))] = result
+    return out

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ccq_eval.report.figures import label_colours, plot_label, pyplot, training_lengths
 from ccq_eval.report.frame import latest_samples, metrics_frame
-from ccq_eval.report.paired_tests import PerplexityCell
+from ccq_eval.report.paired_tests import PerplexityCell, delta_row_tests
 from ccq_eval.report.intervals import exp_t_interval
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
@@ -51,10 +51,7 @@ def perplexity_table(suite, frame: pd.DataFrame, store, options) -> Table:
         low, high = cells(suite, frame, "ci_low"), cells(suite, frame, "ci_high")
     paired = {}
     if options.ci and options.baseline and not values.empty:  # the delta rows' paired bootstrap per cell
-        for column, cell in paired_cells(suite, store).items():
-            for label in values.index:
-                if label != options.baseline and (result := cell.compare(label, options.baseline)):
-                    paired[(f"{label} − {options.baseline}", column.removesuffix(" ppl"))] = result
+        paired = delta_row_tests(paired_cells(suite, store), options.baseline, " ppl")
     return Table(values=values, low=low, high=high, digits=2, higher_is_better=lambda column: False, paired=paired,
                  caption="Perplexity by context length (lower is better)"
                          + (r" with 95\% intervals over sequences" if options.ci else ""),

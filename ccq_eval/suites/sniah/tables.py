@@ -12,7 +12,7 @@ import pandas as pd
 from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.intervals import wilson_interval
-from ccq_eval.report.paired_tests import ScoreCell, mcnemar
+from ccq_eval.report.paired_tests import ScoreCell, delta_row_tests
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
@@ -50,23 +50,6 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
     return pivot("value"), pivot("low"), pivot("high")
 
 
-def paired_deltas(suite, store, baseline: str) -> dict:
-    """(delta row, column) -> PairedResult (mean paired difference, its 95% interval, McNemar's exact p) over
-    prompts both rows answered."""
-    frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
-    out = {}
-    if frame.empty:
-        return out
-    for (task, length), cell in frame.groupby(["task", "context_length"]):
-        column = column_name(suite, task, haystack_of(cell.settings.iloc[0]), length)
-        base = cell[cell.label == baseline].set_index("prompt_sha256").score
-        for label, other in cell[cell.label != baseline].groupby("label"):
-            shared = other.set_index("prompt_sha256").score.align(base, join="inner")
-            if len(shared[0]) > 1:
-                out[(f"{label} − {baseline}", column)] = mcnemar(shared[0].to_numpy(), shared[1].to_numpy())
-    return out
-
-
 def paired_cells(suite, store) -> dict:
     """'S1 1K acc' -> ScoreCell: every label's per-prompt scores in that cell (the pairs table)."""
     frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
@@ -84,7 +67,8 @@ def paired_cells(suite, store) -> dict:
 
 def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
     values, low, high = cells(suite, frame, bounds=options.ci)
-    paired = paired_deltas(suite, store, options.baseline) if options.baseline and options.ci else {}
+    paired = (delta_row_tests(paired_cells(suite, store), options.baseline, " acc")
+              if options.baseline and options.ci else {})
     return Table(values=values, low=None if values.empty else low, high=None if values.empty else high,
                  caption=r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
                  digits=1, reference=reference_rows("sniah") if options.reference else pd.DataFrame(), paired=paired)
