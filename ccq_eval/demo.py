@@ -163,7 +163,7 @@ def job_times(logs: Path) -> list[tuple[str, float, str]]:
     return [(e["job"], e["seconds"], e["status"]) for e in read_events(logs / EVENTS) if e["event"] == "done"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ccq_eval.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"store, tables, figures and logs (default {DEFAULT_OUT})")
@@ -175,18 +175,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="training-free CCQ sweep on gla-tiny and gdn-tiny ('' for none)")
     parser.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one worker's share, as JSON
-    args = parser.parse_args(argv)
-    if args.worker:
-        import warnings
+    return parser
 
-        warnings.filterwarnings("ignore")
-        share = json.loads(args.worker)
-        return min(run_share(share["jobs"], share["store"], share["logs"]), 100)
 
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Triton is not supported")  # fla on a CPU machine: expected here
-    from ccq_eval import cli
+def _models_and_lambdas(args) -> tuple[list[str], tuple[float, ...]] | None:
+    """The zoo models and CCQ lambdas asked for; None after one line on stderr for a mistake."""
     from ccq_eval.models.loading import zoo_dir
     from ccq_eval.zoo_build import ZOO
 
@@ -196,11 +189,54 @@ def main(argv: list[str] | None = None) -> int:
         lambdas = tuple(float(x) for x in args.lambdas.split(",") if x.strip())
     except ValueError:
         print(f"demo: error: --lambdas {args.lambdas!r}: not a comma list of numbers", file=sys.stderr)
-        return 2
+        return None
     if missing:
         print(f"demo: error: zoo model(s) not found in {zoo_dir()}: {', '.join(missing)}; available: "
               f"{', '.join(ZOO)}; rebuild with `ccq-eval zoo build`", file=sys.stderr)
+        return None
+    return models, lambdas
+
+
+def _report_times(out: Path, failures: int) -> bool:
+    """The per-job breakdown (logs/times.txt, longest first); False, with the failed jobs named, on failures."""
+    times = job_times(out / "logs")
+    with open(out / "logs" / "times.txt", "w") as handle:
+        for name, seconds, status in sorted(times, key=lambda t: -t[1]):
+            handle.write(f"{name:<32} {seconds:7.0f} s  {status}\n")
+    if not failures:
+        return True
+    for name, _, status in times:
+        if status != "ok":
+            print(f"  failed: {name} ({status}; see {out / 'logs'})", file=sys.stderr)
+    print(f"demo: error: {failures} evaluation(s) failed (logs in {out / 'logs'})", file=sys.stderr)
+    return False
+
+
+def _render(store: Path, out: Path) -> bool:
+    """The demo's tables (with intervals) and every figure, through the CLI; their chatter to logs/render.log."""
+    import contextlib
+
+    from ccq_eval import cli
+
+    with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
+        for table in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
+            if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
+                return False
+        return cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    args = _parser().parse_args(argv)
+    if args.worker:
+        warnings.filterwarnings("ignore")
+        share = json.loads(args.worker)
+        return min(run_share(share["jobs"], share["store"], share["logs"]), 100)
+    warnings.filterwarnings("ignore", message="Triton is not supported")  # fla on a CPU machine: expected here
+    if (asked := _models_and_lambdas(args)) is None:
         return 2
+    models, lambdas = asked
     out = Path(args.out)
     store = out / "ccq.db"
     jobs = plan(models, args.lengths, args.samples, args.sequences, lambdas)
@@ -212,28 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ndemo: interrupted; finished units are kept in {store}: rerun `make demo` to resume", file=sys.stderr)
         return 130
-    times = job_times(out / "logs")
-    with open(out / "logs" / "times.txt", "w") as handle:  # the per-job breakdown, longest first
-        for name, seconds, status in sorted(times, key=lambda t: -t[1]):
-            handle.write(f"{name:<32} {seconds:7.0f} s  {status}\n")
-    if failures:
-        for name, _, status in times:
-            if status != "ok":
-                print(f"  failed: {name} ({status}; see {out / 'logs'})", file=sys.stderr)
-        print(f"demo: error: {failures} evaluation(s) failed (logs in {out / 'logs'})", file=sys.stderr)
+    if not _report_times(out, failures):
         return 1
     print(f"evaluations done in {(time.time() - started) / 60:.1f} min (per job: {out / 'logs' / 'times.txt'})",
           flush=True)
-    import contextlib
-
+    if not _render(store, out):
+        return 1
     from ccq_eval.demo_console import summary
 
-    with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
-        for table in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
-            if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
-                return 1
-        if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:
-            return 1
     print("\n" + summary(store, parse_lengths(args.lengths), out))
     return 0
 

@@ -74,13 +74,12 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
     (text of the training kind it never saw) at both,
     then where the full tables and figures are. Each line fits WIDTH columns."""
     from ccq_eval.store import Store
+    from ccq_eval.suites.base import format_length
 
     store = Store(store_path, readonly=True)
-    rows = store.query("SELECT label, task, context_length, value FROM metrics WHERE is_primary = 1 "
-                       "AND task IN ('sniah_1', 'longppl_essays_heldout')")
     cells: dict[str, dict[tuple[str, int], float]] = {}
-    for row in rows:
-        cells.setdefault(row["label"], {})[(row["task"], row["context_length"])] = row["value"]
+    for row in store.metrics(tasks=("sniah_1", "longppl_essays_heldout"), primary_only=True):
+        cells.setdefault(row.label, {})[(row.task, row.context_length)] = row.value
     short, long = min(lengths), max(lengths)
 
     def cell(values, task, length, digits):
@@ -89,9 +88,7 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
 
     name = max([len("model"), *(len(label) for label in cells)])
     name = min(name, 30)
-    def k(length: int) -> str:
-        return f"{length // 1024}K"
-
+    k = format_length
     lines = [f"{'model':<{name}}  {'S-NIAH-1 ' + k(short):>12} {'S-NIAH-1 ' + k(long):>12}  "
              f"{'held-out ppl ' + k(short):>16} {'held-out ppl ' + k(long):>16}"]
     for label in sorted(cells):
@@ -112,7 +109,7 @@ def pair_lines(store, length: int) -> list[str]:
 
     from ccq_eval.report.paired_tests import p_text
     from ccq_eval.suites.base import format_length
-    from ccq_eval.suites.pairs import paired_cells, paired_results, seed_groups
+    from ccq_eval.report.pairs import paired_cells, paired_results, seed_groups
 
     results = paired_results(paired_cells(store))
     if not results:

@@ -70,7 +70,7 @@ def kernel_paths(device_type: str) -> dict[str, str]:
     return paths
 
 
-def environment(device, store: str | None = None, threads_chosen_by: str | None = None) -> dict:
+def record(device, store: str | None = None, threads_chosen_by: str | None = None) -> dict:
     """The record for a run or a report on ``device`` (a torch device or its name); ``threads_chosen_by``: what
     set torch's thread count (choose_threads' reason)."""
     import torch
@@ -91,7 +91,7 @@ def environment(device, store: str | None = None, threads_chosen_by: str | None 
 
 
 def _task_plugins() -> str:
-    from ccq_eval.lm.stock_cli import include_path
+    from ccq_eval.task_plugins import include_path
 
     return include_path()
 

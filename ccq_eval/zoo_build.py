@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ccq_eval.byte_tokenizer import byte_tokenizer
-from ccq_eval.suites.sniah import data as sniah
+from ccq_eval.suites.sniah.examples import lookup_example, sniah_1_example
 
 TRAIN_LENGTH = 1024  # RULER's template alone is ~375 bytes: 512 would leave almost no haystack
 SHORTEST_HAYSTACK_DOC = 300  # where the haystack stage's length curriculum starts (the template alone: ~380-470)
@@ -140,18 +140,11 @@ class Batches:
 
     def lookup_doc(self, rng: random.Random) -> tuple[list[int], int]:
         """One needle and its question, nothing else: the copy without a haystack."""
-        key, value = sniah.random_key(rng), sniah.random_value("numbers", rng)
-        needle = sniah.NEEDLE.format(type_plural="numbers", key=key, value=value)
-        return self._encode(needle + "\n" + sniah.ANSWER_PREFIX.format(type="number", query=key) + " ", value + ".")
+        return self._encode(*lookup_example(rng))
 
     def needle_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
         """An S-NIAH-1 prompt of about `length` bytes (never less than the template) and its answer."""
-        variant = sniah.VARIANTS["sniah_1"]
-        key, value, placement = sniah.random_key(rng), sniah.random_value("numbers", rng), rng.getrandbits(64)
-        bare = len(sniah.prompt_of(sniah.sample(variant, 0, key, value, placement, None))) + len(value) + 3
-        units = max(0, (length - bare) // (len(sniah.REPEAT_FILLER) + 1))  # one filler line and its newline
-        record = sniah.sample(variant, units, key, value, placement, None)
-        return self._encode(sniah.prompt_of(record) + " ", value + ".")
+        return self._encode(*sniah_1_example(rng, length))
 
     def essay_doc(self, rng: random.Random, length: int) -> tuple[list[int], int]:
         start = rng.randrange(len(self.essays) - length)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 
@@ -18,7 +19,23 @@ def wrong_value(value: str) -> str:
     return str(uuid.UUID(int=uuid.UUID(value).int ^ (1 << 70)))
 
 
-class OracleLM(LM):
+class GeneratesOnly:
+    """lm.adapter.ModelAdapter for a stand-in that only generates (rank and world size are lm-eval's LM's):
+    no budget to set, no decoding hooks, no likelihoods."""
+
+    scores_text = False
+
+    def budget(self, max_length):
+        return contextlib.nullcontext(self)
+
+    def decoding(self, hooks):
+        return contextlib.nullcontext(hooks)
+
+    def prompt_key(self, prompt):
+        raise NotImplementedError("a model that does not score text has no prompt keys")
+
+
+class OracleLM(GeneratesOnly, LM):
     """Answers the value of the needle whose key the prompt asks for (or a wrong one)."""
 
     def __init__(self, wrong: bool = False):

@@ -76,9 +76,12 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
     graph = import_graph()
-    for user in ("ccq_eval.run.runner", "ccq_eval.cli", "ccq_eval.views"):
+    users = ["ccq_eval.run.runner", "ccq_eval.report.registry", "ccq_eval.interchange.lm_eval_results",
+             *(m for m in graph if m.startswith("ccq_eval.cli"))]
+    assert len(users) > 10  # every command module
+    for user in users:
         reached = {m for m in graph[user] if m.startswith("ccq_eval.suites.")}
-        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes", "ccq_eval.suites.seeds", "ccq_eval.suites.pairs"}
+        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes"}
         assert reached <= allowed, (user, reached - allowed)  # flags, data fetch, tables: all through the registry
 
 
@@ -204,12 +207,89 @@ def test_the_generated_yaml_carries_the_tables_values():
 def test_a_scoped_environment_variable_is_restored_set_or_unset(monkeypatch):
     import os
 
-    from ccq_eval.environment import environment
+    from ccq_eval.scoped_env import scoped_environ
 
     monkeypatch.setenv("CCQ_TEST_SET", "before")
     monkeypatch.delenv("CCQ_TEST_UNSET", raising=False)
     with pytest.raises(RuntimeError):
-        with environment(CCQ_TEST_SET="inside", CCQ_TEST_UNSET="inside"):
+        with scoped_environ(CCQ_TEST_SET="inside", CCQ_TEST_UNSET="inside"):
             assert os.environ["CCQ_TEST_SET"] == os.environ["CCQ_TEST_UNSET"] == "inside"
             raise RuntimeError
     assert os.environ["CCQ_TEST_SET"] == "before" and "CCQ_TEST_UNSET" not in os.environ
+
+
+SQL = re.compile(r"\b(SELECT\s+[\w*]|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|UNIQUE)|"
+                 r"PRAGMA\s+\w)")  # SQL is written in capitals here; prose ("select the latest run") is not
+
+
+def test_sql_is_written_only_in_the_store_package():
+    """Everything else reads through the store's named reads (store/reads.py)."""
+    outside = {str(p.relative_to(REPO)): SQL.search(p.read_text()).group() for p in PACKAGE.rglob("*.py")
+               if "store" not in p.relative_to(PACKAGE).parts[:1] and SQL.search(p.read_text())}
+    assert outside == {}
+    assert SQL.search((PACKAGE / "store" / "reads.py").read_text())  # the pattern finds what the store writes
+    assert SQL.search('rows = store.query("SELECT r.id FROM runs r")') and not SQL.search("select the latest run")
+
+
+def long_functions(limit: int) -> list[str]:
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= limit:
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    return found
+
+
+def test_no_function_in_the_package_is_longer_than_60_lines():
+    assert long_functions(60) == []
+    assert long_functions(25)  # the measure sees functions (some are longer than 25 lines)
+
+
+STAND_IN_TELLS = re.compile(r"hasattr\(\s*\w*lm\w*\s*,|isinstance\([^)]*CCQEvalLM|getattr\([^)]*\blm\b[^)]*,\s*[\"'](rank|world_size|budget)"
+                            r"|CCQ_EVAL_RANK_LOG|scripted|stand-in|test LM|tests?\.oracle", re.IGNORECASE)
+
+
+def test_no_production_module_asks_what_kind_of_model_it_holds():
+    """A driver asks the model adapter's interface (lm/adapter.py), never whether the model is the real adapter or
+    a test's stand-in; the tests' stand-ins implement the same interface (tests/oracle.py)."""
+    told = {str(p.relative_to(REPO)): STAND_IN_TELLS.search(p.read_text()).group() for p in PACKAGE.rglob("*.py")
+            if STAND_IN_TELLS.search(p.read_text())}
+    assert told == {}
+    for tell in ('scripted = not hasattr(lm, "budget")', "if not isinstance(lm, CCQEvalLM):",
+                 'getattr(plan.evaluand.lm, "rank", 0)', 'os.environ.get("CCQ_EVAL_RANK_LOG")'):
+        assert STAND_IN_TELLS.search(tell), tell
+
+
+def test_the_stand_ins_and_the_real_adapter_implement_the_adapter_interface(tmp_path):
+    from ccq_eval.lm.adapter import ModelAdapter
+    from tests.oracle import OracleLM
+
+    assert isinstance(OracleLM(), ModelAdapter) and not OracleLM().scores_text
+    assert not isinstance(object(), ModelAdapter)
+    from ccq_eval.lm.wrapper import CCQEvalLM
+
+    assert all(hasattr(CCQEvalLM, member) for member in ("budget", "decoding", "prompt_key", "rank", "world_size"))
+    assert CCQEvalLM.scores_text
+
+
+def test_each_protocol_number_is_one_constant():
+    """The lm window and S-NIAH's generation budget are stated once (their protocol.py) and read from there: by
+    the drivers, the lm-eval ingest, the generated task YAMLs and the CLI's help."""
+    from ccq_eval.suites import get_suite
+    from ccq_eval.suites.lm.protocol import WINDOW
+    from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
+
+    bare = {"2048": re.compile(r"(?<![\w.])2048(?![\w.])"), "128": re.compile(r"(?<![\w.])128(?![\w.])")}
+    where = {"2048": ["suites/lm", "interchange"], "128": ["suites/sniah", "cli"]}
+    for number, folders in where.items():
+        for folder in folders:
+            for path in (PACKAGE / folder).rglob("*.py"):
+                if path.name == "protocol.py":
+                    continue
+                code = "\n".join(line.split("#")[0] for line in path.read_text().splitlines())  # comments may say it
+                code = code.replace("getrandbits(128)", "")  # a UUID's bits, not the budget
+                assert not bare[number].search(code), (path.name, number)
+    assert get_suite("lm").default_lengths == (WINDOW,)
+    assert f"max_gen_toks: {TOKENS_TO_GENERATE}\n" in get_suite("sniah").task_files()["sniah_1.yaml"]
+    assert "max_gen_toks" not in (REPO / "tasks" / "sniah" / "_sniah_yaml").read_text()
+    assert f"prompt + {TOKENS_TO_GENERATE} generated tokens" in get_suite("sniah").length_means

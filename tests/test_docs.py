@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ccq_eval.cli_reference import reference
+from ccq_eval.cli.reference import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -17,7 +17,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 def test_the_cli_reference_is_generated_from_the_current_parser():
     committed = (ROOT / "docs" / "cli.md").read_text()
-    assert committed == reference(), "run: python -m ccq_eval.cli_reference docs/cli.md"
+    assert committed == reference(), "run: python -m ccq_eval.cli.reference docs/cli.md"
     for flag in ("--model", "--suite", "--shard", "--reference", "--corpora", "--delete"):
         assert flag in committed
 

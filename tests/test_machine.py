@@ -24,7 +24,7 @@ def test_env_prints_the_record_of_this_environment(capsys):
     assert main(["env", "--device", "cpu"]) == 0
     text = capsys.readouterr().out
     assert f"transformers {record['versions']['transformers']}" in text and "CCQ-GLA: ccq-eval's CPU backend" in text
-    from ccq_eval.lm.stock_cli import include_path
+    from ccq_eval.task_plugins import include_path
 
     assert record["paths"]["task_plugins"] == include_path() and f"task plugins: {include_path()}" in text
 
@@ -71,7 +71,7 @@ def test_a_run_records_the_env_record_and_its_threads(tmp_path, monkeypatch):
     finally:
         torch.set_num_threads(before)
     versions = json.loads(sqlite3.connect(store).execute("SELECT versions FROM runs").fetchone()[0])
-    expected = machine.environment("cpu", str(store), "--threads")
+    expected = machine.record("cpu", str(store), "--threads")
     assert {k: versions[k] for k in expected["versions"]} == expected["versions"]
     record = versions["machine"]
     assert record["device"] == expected["device"] and record["kernels"] == expected["kernels"]

@@ -1,6 +1,7 @@
 """Adding a suite is one folder and one registry line: a copy of the package gains suites/toy/ (a suite with
-a flag of its own, a driver that reads the model, a table) and the line "toy" in the registry, nothing else,
-and the CLI runs it on a real checkpoint, stores its units, lists it in --help, and renders its table."""
+a typed flag of its own, a driver that reads the model, a table, a figure) and the line "toy" in the registry,
+nothing else, and the CLI runs it on a real checkpoint, stores its units, lists it, its table and its figure
+in --help, and renders the table and the figure."""
 
 from __future__ import annotations
 
@@ -29,14 +30,12 @@ class ToySuite(Suite):
 
         return ToyDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.toy.tables import toy_table
-
-        return {"toy": toy_table}
-
 
 SUITE = ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(32, 64), default_samples=1,
-                 display={"toy_a": "A", "toy_b": "B"}, options=(SuiteOption("toy-scale", "multiplies the score"),))
+                 display={"toy_a": "A", "toy_b": "B"},
+                 options=(SuiteOption("toy-scale", "multiplies the score", kind=float, default=1.0),),
+                 table_builders={"toy-nll": "toy_table"}, figure_drawers={"toy-curve": "toy_figure"},
+                 length_means="the text's first L tokens")
 '''
 
 TOY_DRIVER = '''import torch
@@ -60,7 +59,7 @@ class ToyDriver:
         pass
 
     def unit_settings(self, task, length):
-        return {"scale": self.plan.request.options.get("toy-scale", "1")}, {"text": TEXT, "task": task}
+        return {"scale": self.plan.options["toy-scale"]}, {"text": TEXT, "task": task}
 
     def run_units(self, units):
         def outcome(unit):
@@ -68,7 +67,7 @@ class ToyDriver:
             ids = torch.tensor([tokenizer(TEXT)["input_ids"][: unit.context_length]])
             with torch.no_grad():
                 nll = float(torch.nn.functional.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:]))
-            scale = float(self.plan.request.options.get("toy-scale", "1")) * (2 if unit.task == "toy_b" else 1)
+            scale = self.plan.options["toy-scale"] * (2 if unit.task == "toy_b" else 1)
             return UnitOutcome("complete", metrics=[Metric("score", nll * scale, is_primary=True)])
 
         return evaluate_each(units, outcome)
@@ -87,12 +86,28 @@ def toy_table(suite, frame, store, options):
 '''
 
 
+TOY_FIGURES = '''from ccq_eval.report.figures import pyplot
+from ccq_eval.report.frame import metrics_frame
+
+
+def toy_figure(suite, store):
+    rows = metrics_frame(store)
+    rows = rows[rows.suite == "toy"] if not rows.empty else rows
+    if rows.empty:
+        return None
+    fig, ax = pyplot().subplots()
+    ax.plot(rows.context_length, rows.value, "o")
+    return fig
+'''
+
+
 def add_toy_suite(package: Path) -> None:
     folder = package / "suites" / "toy"
     folder.mkdir()
     (folder / "__init__.py").write_text(TOY_SUITE)
     (folder / "driver.py").write_text(TOY_DRIVER)
     (folder / "tables.py").write_text(TOY_TABLES)
+    (folder / "figures.py").write_text(TOY_FIGURES)
     registry = package / "suites" / "__init__.py"
     lines = registry.read_text().splitlines(keepends=True)
     at = lines.index('    "longbench",\n') + 1  # the one line
@@ -109,7 +124,7 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     before = {p.relative_to(package) for p in package.rglob("*") if p.is_file()}
     add_toy_suite(package)
     added = {p.relative_to(package) for p in package.rglob("*") if p.is_file()} - before
-    assert added == {Path("suites/toy") / n for n in ("__init__.py", "driver.py", "tables.py")}
+    assert added == {Path("suites/toy") / n for n in ("__init__.py", "driver.py", "tables.py", "figures.py")}
 
     torch.manual_seed(0)
     model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
@@ -124,6 +139,10 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     text = " ".join(shown.stdout.split())  # argparse wraps at the terminal's width
     assert shown.returncode == 0 and "--toy-scale TOY-SCALE toy: multiplies the score" in text
     assert "suite to run: lm, sniah, longppl, longbench, toy, efficiency, or all" in text
+    assert "toy: the text's first L tokens (default 32,64)" in text  # its lengths' meaning, from its entry
+    for command, listed in (("tables", "toy-nll"), ("curves", "toy-curve")):  # its table and figure, named
+        shown = cli(command, "--help")
+        assert shown.returncode == 0 and f"{listed}," in " ".join(shown.stdout.split()), command
     ran = cli("--model", str(model), "--suite", "toy", "--toy-scale", "3", "--store", str(store), "--device", "cpu")
     assert ran.returncode == 0, ran.stderr[-2000:]
     rows = sqlite3.connect(store).execute(
@@ -134,8 +153,11 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     assert values[("toy_b", 32)] == pytest.approx(2 * values[("toy_a", 32)]) and values[("toy_a", 32)] > 3
     rerun = cli("--model", str(model), "--suite", "toy", "--toy-scale", "3", "--store", str(store), "--device", "cpu")
     assert rerun.returncode == 0 and "all 4 units already complete" in rerun.stdout
-    table = cli("tables", "--table", "toy", "--store", str(store), "--out", str(out))
+    table = cli("tables", "--table", "toy-nll", "--store", str(store), "--out", str(out))
     assert table.returncode == 0, table.stderr[-2000:]
-    md = (out / "toy.md").read_text()
+    md = (out / "toy-nll.md").read_text()
     assert "A 32" in md and "B 64" in md and f"{values[('toy_a', 64)]:.4f}" in md
-    assert sorted(p.name for p in out.iterdir()) == ["toy.csv", "toy.md", "toy.tex"]
+    assert sorted(p.name for p in out.iterdir()) == ["toy-nll.csv", "toy-nll.md", "toy-nll.tex"]
+    figures = tmp_path / "figures"
+    drawn = cli("curves", "--figure", "toy-curve", "--store", str(store), "--out", str(figures))
+    assert drawn.returncode == 0 and sorted(p.name for p in figures.iterdir()) == ["toy-curve.pdf", "toy-curve.png"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ccq_eval.environment import environment
+from ccq_eval.scoped_env import scoped_environ
 
 
 @contextlib.contextmanager
@@ -16,7 +16,7 @@ def offline():
     saved = (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE)
     datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE = True
     try:
-        with environment(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1"):
+        with scoped_environ(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1"):
             yield
     finally:
         datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE, hub.HF_HUB_OFFLINE = saved

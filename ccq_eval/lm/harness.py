@@ -8,16 +8,12 @@ own tasks (the lm suite) are config dicts too, from lm-eval's own YAMLs.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.resources
 import logging
 from functools import lru_cache
-from pathlib import Path
 
-from ccq_eval.environment import environment
-
-# the plugins: tasks/ in the repository, installed as the package ccq_eval.tasks (wheel or editable)
-TASKS_DIR = Path(str(importlib.resources.files("ccq_eval.tasks")))
+from ccq_eval.lm.adapter import ModelAdapter
+from ccq_eval.scoped_env import scoped_environ
+from ccq_eval.task_plugins import TASKS_DIR
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +48,7 @@ def builtin_tasks():
     return TaskManager()
 
 
-def evaluate(lm, config: dict, seed: int, max_length: int, limit: int | None = None, num_fewshot: int | None = None,
+def evaluate(lm: ModelAdapter, config: dict, seed: int, max_length: int, limit: int | None = None, num_fewshot: int | None = None,
              bootstrap_iters: int = 0, hooks=None) -> dict | None:
     """simple_evaluate on one task config dict (``with_records(plugin_config(task), records)``, or one of
     lm-eval's own tasks), under the context budget ``max_length`` (what the unit records), with this
@@ -67,10 +63,7 @@ def evaluate(lm, config: dict, seed: int, max_length: int, limit: int | None = N
     # 1000 iterations used here, so nothing runs in parallel, and a fork of a process with threads (torch's, a
     # test runner's) can deadlock in the child. Its own switch, DISABLE_MULTIPROC, computes the same chunks with
     # the same seeds in process (the same numbers).
-    scripted = not hasattr(lm, "budget")  # the tests' scripted LMs decode nothing
-    with (contextlib.nullcontext() if scripted else lm.budget(max_length)), \
-            (contextlib.nullcontext() if scripted else lm.decoding(hooks)), \
-            environment(DISABLE_MULTIPROC="1"):  # see above
+    with lm.budget(max_length), lm.decoding(hooks), scoped_environ(DISABLE_MULTIPROC="1"):  # see above
         return lm_eval.simple_evaluate(model=lm, tasks=[config], task_manager=manager, log_samples=True, limit=limit,
                                        num_fewshot=num_fewshot, bootstrap_iters=bootstrap_iters, random_seed=seed,
                                        numpy_random_seed=seed, torch_random_seed=seed)

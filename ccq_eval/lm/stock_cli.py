@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 
+from ccq_eval.task_plugins import include_path
+
 
 def register_families() -> None:
     import fla  # noqa: F401 - registers fla's model types with transformers
@@ -19,12 +21,6 @@ def register_families() -> None:
 
     install_cpu_backend()  # dispatches on the tensors' device: CUDA tensors still reach fla's kernels
     install_growing_kv_cache()
-
-
-def include_path() -> str:
-    from ccq_eval.lm.harness import TASKS_DIR
-
-    return str(TASKS_DIR)
 
 
 def with_zoo_paths(argv: list[str]) -> list[str]:

@@ -38,6 +38,10 @@ def distributed_rank() -> tuple[int, int]:
 
 
 class CCQEvalLM(HFLM):
+    """HFLM over a loaded checkpoint, implementing adapter.ModelAdapter (rank and world_size are HFLM's)."""
+
+    scores_text = True
+
     def __init__(self, model, tokenizer, max_length: int, batch_size: int = 1):
         hf_logger = logging.getLogger("lm_eval.models.huggingface")
         level = hf_logger.level
@@ -53,13 +57,6 @@ class CCQEvalLM(HFLM):
         # splits requests by rank and gathers through the hooks below.
         self._rank, self._world_size = distributed_rank()
         self._hooks: DecodingHooks | None = None  # set by decoding() for one evaluation
-
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        log = os.environ.get("CCQ_EVAL_RANK_LOG")  # which rank answered how many requests (tests, debugging)
-        if log:
-            with open(log, "a") as handle:
-                handle.write(f"{self._rank} {len(requests)}\n")
-        return super().generate_until(requests, disable_tqdm=disable_tqdm)
 
     @contextlib.contextmanager
     def budget(self, max_length: int):

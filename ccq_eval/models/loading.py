@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 import os
 from typing import Any, NamedTuple
@@ -127,7 +128,7 @@ def _is_plain_file_name(name) -> bool:
     return not PurePosixPath(name).is_absolute() and ".." not in parts and bool(parts)
 
 
-def _weight_files(path: Path, allow_pickle: bool) -> list[Path]:
+def weight_files(path: Path, allow_pickle: bool) -> list[Path]:
     for names, is_pickle in ((SAFETENSORS_FILES, False), (PICKLE_FILES, True)):
         for name in names:
             if not (path / name).exists():
@@ -290,26 +291,28 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
-               ccq_overrides: dict | None = None) -> LoadedModel:
-    """Load a checkpoint of any fla family or transformers causal LM (catalog.py says which run where).
+@dataclass
+class _Checked:
+    """A checkpoint resolved and checked, ready to build: everything load_model decided before allocating."""
 
-    ``ccq_overrides`` (e.g. ``{"ccq_fixed_lambda": 0.3, "ccq_sigma_scale": "trace"}``) turns a GLA /
-    GDN / DeltaNet / RetNet / HGRN2 checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
-    before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    spec: str
+    path: Path
+    hub: dict | None
+    files: list[Path]
+    device: torch.device
+    dtype: torch.dtype
+    family: Family
+    raw_config: dict
 
-    import fla  # noqa: F401 - registers fla's model types with transformers' Auto classes
 
-    from ccq_eval.models.cpu_backend import install_cpu_backend
-    from ccq_eval.models.kv_cache import install_growing_kv_cache
-
+def _resolve_and_check(spec: str, device: str, dtype, allow_pickle: bool, ccq_overrides: dict | None) -> _Checked:
+    """Where the checkpoint is, and everything that can be refused before the model is built: oversized
+    metadata, the config, the weight files, device and dtype, the tokenizer files, the family."""
     path, hub = resolve_spec(spec, allow_pickle)
     if (said := first_oversized(path)) is not None:  # read whole below: refused before it exhausts memory
         raise ModelLoadError(f"model {str(path)!r}: {said}; this is not a checkpoint's metadata, check the folder")
     raw = _read_config(path)
-    files = _weight_files(path, allow_pickle)
+    files = weight_files(path, allow_pickle)
     if dtype in ("float64", torch.float64) and (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
         # fla's Triton kernels accumulate in float32: float64 weights would go in, float32 numbers come out
         raise ModelLoadError(f"dtype float64 on {device}: fla's CUDA kernels compute in float32; use float32 or "
@@ -319,10 +322,22 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     if not any((path / name).exists() for name in TOKENIZER_FILES):
         raise ModelLoadError(f"model {str(path)!r}: no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}); save the tokenizer into the checkpoint folder")
     found = model_family(path, raw, target, torch_dtype, ccq_overrides)
-    if target.type == "cpu":
+    return _Checked(spec, path, hub, files, target, torch_dtype, found, raw)
+
+
+def _build_model(checked: _Checked, allow_pickle: bool, ccq_overrides: dict | None):
+    """(model on its device in eval mode, its config, config fields mapped): the CPU backend installed first on
+    the CPU; weights that do not match the config refused in one line."""
+    from transformers import AutoModelForCausalLM
+
+    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.models.kv_cache import install_growing_kv_cache
+
+    path = checked.path
+    if checked.device.type == "cpu":
         install_cpu_backend()
     install_growing_kv_cache()  # attention caches append in place (fla's appends copy the cache every step)
-    config = _build_config(path, raw, ccq_overrides, found)
+    config = _build_config(path, checked.raw_config, ccq_overrides, checked.family)
     mapped = {}
     if getattr(config, "attn_mode", None) == "fused_chunk":
         # fla 0.6 refuses fused_chunk on CUDA; it computes what chunk computes, so both devices run chunk
@@ -330,15 +345,22 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     try:
         with _quiet_transformers():  # loading chatter and progress bars; mismatches are checked below
             model, info = AutoModelForCausalLM.from_pretrained(
-                path, config=config, dtype=torch_dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
+                path, config=config, dtype=checked.dtype, trust_remote_code=False, use_safetensors=not allow_pickle,
                 output_loading_info=True)
     except Exception as exc:  # noqa: BLE001 - a truncated or corrupt file, a config the model cannot be built from
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        if (unreadable := _unreadable_pickle(files)) is not None:
+        if (unreadable := _unreadable_pickle(checked.files)) is not None:
             raise ModelLoadError(f"model {str(path)!r}: {unreadable[0]} is not a readable pickle checkpoint "
                                  f"({unreadable[1][:160]}); re-download it, or convert the weights to safetensors") from exc
         raise ModelLoadError(f"model {str(path)!r}: weights do not match config.json ({first_line[:200]}); "
                              "re-download or re-save the checkpoint (weights and config together)") from exc
+    fresh = _check_loading_info(path, info)
+    return model.to(checked.device).eval(), config, mapped, fresh
+
+
+def _check_loading_info(path: Path, info: dict) -> list[str]:
+    """The newly initialised CCQ gate parameters (a stock checkpoint turned CCQ); any other missing, unexpected
+    or mismatched weight is refused."""
     fresh = sorted(info.get("missing_keys", []))
     not_gate = [key for key in fresh if ".ccq.gate." not in key]
     problems = not_gate or info.get("unexpected_keys") or info.get("mismatched_keys")
@@ -348,6 +370,12 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
     if fresh:
         logging.getLogger(__name__).warning("%s: %d CCQ gate parameters are newly initialised (not in the checkpoint)",
                                             path, len(fresh))
+    return fresh
+
+
+def _load_tokenizer(path: Path, config):
+    from transformers import AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises its own exception types on malformed files
@@ -357,22 +385,40 @@ def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool =
         raise ModelLoadError(f"model {str(path)!r}: the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
                              f"is {vocab}; save the tokenizer the model was trained with")
     check_tokenizer(tokenizer, str(path))
-    model = model.to(target).eval()
-    provenance = {
-        "model_spec": spec,
-        "path": str(path.resolve()),
-        "hub": hub,
+    return tokenizer
+
+
+def _provenance(checked: _Checked, model, config, mapped: dict, fresh: list[str], ccq_overrides: dict | None) -> dict:
+    return {
+        "model_spec": checked.spec,
+        "path": str(checked.path.resolve()),
+        "hub": checked.hub,
         "model_type": config.model_type,
         "family": family_name(config.to_dict()),
-        "weights_sha256": weights_sha256(files),
-        "weight_files": [f.name for f in files],
+        "weights_sha256": weights_sha256(checked.files),
+        "weight_files": [f.name for f in checked.files],
         "config": config.to_dict(),
         "ccq_overrides": dict(ccq_overrides or {}),
         "config_mapped": mapped,
         "newly_initialised": fresh,
-        "dtype": str(torch_dtype).replace("torch.", ""),
-        "device": str(target),
-        "backend": "torch-cpu" if target.type == "cpu" else "fla-triton",
+        "dtype": str(checked.dtype).replace("torch.", ""),
+        "device": str(checked.device),
+        "backend": "torch-cpu" if checked.device.type == "cpu" else "fla-triton",
         "learned_positions": learned_positions(model),
     }
-    return LoadedModel(model, tokenizer, provenance)
+
+
+def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
+               ccq_overrides: dict | None = None) -> LoadedModel:
+    """Load a checkpoint of any fla family or transformers causal LM (catalog.py says which run where).
+
+    ``ccq_overrides`` (e.g. ``{"ccq_fixed_lambda": 0.3, "ccq_sigma_scale": "trace"}``) turns a GLA /
+    GDN / DeltaNet / RetNet / HGRN2 checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed
+    before the model is built. Returns the model in eval mode, its tokenizer and a provenance record.
+    """
+    import fla  # noqa: F401 - registers fla's model types with transformers' Auto classes
+
+    checked = _resolve_and_check(spec, device, dtype, allow_pickle, ccq_overrides)
+    model, config, mapped, fresh = _build_model(checked, allow_pickle, ccq_overrides)
+    tokenizer = _load_tokenizer(checked.path, config)
+    return LoadedModel(model, tokenizer, _provenance(checked, model, config, mapped, fresh, ccq_overrides))

@@ -3,7 +3,6 @@ the training length a model's config records, and writing PNG + PDF."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ccq_eval.store import Store
@@ -32,7 +31,7 @@ def label_colours(store: Store) -> dict[str, tuple]:
     """One colour per label, fixed across every figure drawn from this store (sorted label order)."""
     import matplotlib
 
-    labels = sorted(r["label"] for r in store.query("SELECT DISTINCT label FROM runs"))
+    labels = store.labels()
     tab20 = matplotlib.colormaps["tab20"].colors
     palette = tab20[0::2] + tab20[1::2] + matplotlib.colormaps["Dark2"].colors  # 10 strong, then their light shades
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
@@ -41,11 +40,11 @@ def label_colours(store: Store) -> dict[str, tuple]:
 def training_lengths(store: Store) -> dict[str, int]:
     """label -> training context length, when the model's config records one."""
     found = {}
-    for row in store.query("SELECT label, model_config FROM runs"):
-        config = json.loads(row["model_config"])
+    for run in store.runs():
+        config = run.model_config if isinstance(run.model_config, dict) else {}
         for key in TRAINING_LENGTH_KEYS:
             if isinstance(config.get(key), int):
-                found[row["label"]] = config[key]
+                found[run.label] = config[key]
     return found
 
 

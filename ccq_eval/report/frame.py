@@ -10,10 +10,7 @@ from ccq_eval.store import Store
 
 def metrics_frame(store: Store) -> pd.DataFrame:
     """Every metric row of a complete unit, the latest unit per (label, suite, task, length, metric)."""
-    frame = store.frame(
-        "SELECT m.label, m.model, m.suite, m.task, m.context_length, m.metric, m.value, m.stderr, m.n, "
-        "m.higher_is_better, m.is_primary, u.id AS unit_id, u.finished, u.settings "
-        "FROM metrics m JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete'")
+    frame = store.metrics_frame()
     if frame.empty:
         return frame
     frame = frame.sort_values(["finished", "unit_id"])
@@ -22,27 +19,19 @@ def metrics_frame(store: Store) -> pd.DataFrame:
 
 def label_families(store: Store) -> dict[str, str]:
     """label -> the model family of its latest run (catalog.family_name of the stored model config)."""
-    import json
-
     from ccq_eval.catalog import family_name
 
     families = {}
-    runs = store.frame("SELECT label, model_config FROM runs ORDER BY started, id")
-    for label, config in zip(runs.label, runs.model_config):
-        try:
-            families[label] = family_name(json.loads(config))
-        except (json.JSONDecodeError, TypeError):
-            continue  # an unreadable config names no family; the row still shows
+    for run in store.runs():  # oldest first: the latest run of a label wins
+        if isinstance(run.model_config, dict):  # an unreadable config names no family; the row still shows
+            families[run.label] = family_name(run.model_config)
     return families
 
 
-def latest_samples(store: Store, suite: str, columns: str) -> pd.DataFrame:
-    """Per-sample rows (``columns`` of samples s) with label, task, length and the unit's settings, for
-    the latest complete unit of each (label, task, length) of one suite."""
-    frame = store.frame(
-        f"SELECT r.label, u.task, u.context_length, u.settings, u.finished, u.id AS unit_id, {columns} "
-        "FROM samples s JOIN units u ON u.id = s.unit_id JOIN runs r ON r.id = u.run_id "
-        "WHERE u.status = 'complete' AND u.suite = ?", (suite,))
+def latest_samples(store: Store, suite: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Per-sample rows (``columns`` of the samples table) with label, task, length and the unit's settings,
+    for the latest complete unit of each (label, task, length) of one suite."""
+    frame = store.samples_frame(suite, columns)
     if frame.empty:
         return frame
     latest = frame.sort_values(["finished", "unit_id"]).groupby(["label", "task", "context_length"]).unit_id.last()

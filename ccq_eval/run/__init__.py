@@ -2,7 +2,7 @@
 
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.request import RunRequest
-from ccq_eval.run.runner import SuiteRunner, run_suite
+from ccq_eval.run.runner import Runner, run_suite
 from ccq_eval.suites.outcomes import Unit, UnitOutcome
 
-__all__ = ["Evaluand", "RunRequest", "SuiteRunner", "Unit", "UnitOutcome", "load_evaluand", "run_suite"]
+__all__ = ["Evaluand", "RunRequest", "Runner", "Unit", "UnitOutcome", "load_evaluand", "run_suite"]

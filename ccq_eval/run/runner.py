@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from ccq_eval.data.cache import check_cache_root
-from ccq_eval.machine import choose_threads, environment
+from ccq_eval import machine
+from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
 from ccq_eval.run.units import metric_row, unit_key
@@ -102,10 +103,10 @@ def batch_size_of(provenance: dict, request) -> int:
 
 
 class SuitePlan:
-    """One suite of a run: its tasks, lengths, samples and driver. Drivers read these (and the
-    run's request, evaluand and metric rows) from here."""
+    """One suite of a run: its tasks, lengths, samples, typed options and driver. Drivers read these (and the
+    run's request and evaluand) from here."""
 
-    def __init__(self, runner: "SuiteRunner", suite: Suite):
+    def __init__(self, runner: "Runner", suite: Suite):
         r = runner.request
         self.runner, self.suite, self.request = runner, suite, r
         self.tasks = parse_tasks(suite, r.tasks)
@@ -115,6 +116,7 @@ class SuitePlan:
         self.samples = r.samples if r.samples is not None else suite.default_samples
         if self.samples is not None and self.samples <= 0:
             raise SuiteError(f"--samples {self.samples}: must be a positive count")
+        self.options = suite.parse_options(r.options)  # parsed once, typed, defaults filled
         self.driver = suite.driver(self)
 
     @property
@@ -122,8 +124,9 @@ class SuitePlan:
         return self.runner.evaluand
 
 
-class SuiteRunner:
-    """Runs one RunRequest. ``evaluand_loader`` is injectable (tests use scripted LMs)."""
+class Runner:
+    """Runs one RunRequest: every unit of its suites. ``evaluand_loader`` is injectable (any model that implements
+    lm.adapter.ModelAdapter)."""
 
     def __init__(self, request: RunRequest, evaluand_loader: Callable[[RunRequest, int], Evaluand] = load_evaluand,
                  out=print):
@@ -145,11 +148,13 @@ class SuiteRunner:
             self.plans = [SuitePlan(self, get_suite(r.suite))]
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
-        threads, self.threads_chosen_by = choose_threads(r.threads)
+        threads, self.threads_chosen_by = machine.choose_threads(r.threads)
         import torch  # here, not at the top: planning and --help load no heavy library
 
         torch.set_num_threads(threads)
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
+        if not isinstance(self.evaluand.lm, ModelAdapter):
+            raise TypeError(f"{type(self.evaluand.lm).__name__} does not implement lm.adapter.ModelAdapter")
         self._check_positions()
         self.label = default_label(r)
         for plan in self.plans:
@@ -186,7 +191,7 @@ class SuiteRunner:
                 settings, data_key = plan.driver.unit_settings(task, length)
                 settings = {"samples": plan.samples, "seed": self.request.seed, "dtype": prov["dtype"],
                             "batch_size": batch_size_of(prov, self.request), **settings}
-                key = unit_key(prov, plan.suite.name, task, length, settings, data_key)
+                key = unit_key(prov, plan.suite, task, length, settings, data_key)
                 units.append(Unit(plan.suite.name, task, length, settings, data_key, key))
         return units
 
@@ -194,7 +199,7 @@ class SuiteRunner:
 
     @property
     def rank(self) -> int:
-        return getattr(self.evaluand.lm, "rank", 0)
+        return self.evaluand.lm.rank
 
     def _task_groups(self, todo: list[Unit]):
         """(plan, units of one task) in planning order: a driver runs one task's units together."""
@@ -264,7 +269,7 @@ class SuiteRunner:
         """Units that no other process completed while this run worked on earlier ones (a store shared by
         identical runs started together); --force runs them all, and so does a data-parallel run (its other ranks
         evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
-        if self.request.force or getattr(self.evaluand.lm, "world_size", 1) > 1:
+        if self.request.force or self.evaluand.lm.world_size > 1:
             return units
         done = self.store.complete_unit_keys()
         for unit in units:
@@ -276,7 +281,7 @@ class SuiteRunner:
     def _run_record(self) -> dict:
         prov = self.evaluand.provenance
         r = self.request
-        record = environment(prov["device"], r.store, self.threads_chosen_by)  # what `ccq-eval env` prints
+        record = machine.record(prov["device"], r.store, self.threads_chosen_by)  # what `ccq-eval env` prints
         versions = {**record.pop("versions"), "machine": record}
         if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
             versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
@@ -340,4 +345,4 @@ class SuiteRunner:
 
 
 def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:
-    return SuiteRunner(request, evaluand_loader, out).prepare().run()
+    return Runner(request, evaluand_loader, out).prepare().run()

@@ -13,17 +13,13 @@ def numeric_config(provenance: dict) -> dict:
     return {k: v for k, v in provenance["config"].items() if k not in VOLATILE_CONFIG_KEYS}
 
 
-# S-NIAH and LongBench units were once keyed with their context length repeated in the settings
-# ("max_length"); their keys keep that form, so stores written then resume with nothing rerun. The settings
-# themselves no longer carry it: a unit's length has one form, its context_length.
-LENGTH_ALSO_IN_KEYED_SETTINGS = ("sniah", "longbench")
-
-
-def unit_key(provenance: dict, suite: str, task: str, length: int, settings: dict, data_key: dict) -> str:
+def unit_key(provenance: dict, suite, task: str, length: int, settings: dict, data_key: dict) -> str:
     """Weights, numeric config (CCQ overrides included), suite, task, length, every setting that can
-    change a number, and the dataset's key."""
-    keyed = {**settings, "max_length": length} if suite in LENGTH_ALSO_IN_KEYED_SETTINGS else settings
-    identity = {"weights": provenance["weights_sha256"], "config": numeric_config(provenance), "suite": suite,
+    change a number, and the dataset's key. A suite whose keys once repeated the length in the settings
+    (``Suite.length_in_key_settings``, as "max_length") keeps that form, so stores written then resume with
+    nothing rerun; the settings themselves no longer carry it: a unit's length has one form, its context_length."""
+    keyed = {**settings, "max_length": length} if suite.length_in_key_settings else settings
+    identity = {"weights": provenance["weights_sha256"], "config": numeric_config(provenance), "suite": suite.name,
                 "task": task, "context_length": length, "settings": keyed, "data": data_key}
     return stable_hash(identity)
 

@@ -1,8 +1,8 @@
 """The suite interface the runner knows, and the parsing of the flags every suite shares.
 
 A ``Suite`` is what only that suite knows, as data (task ids, default lengths and samples, display
-names) and two factories it imports lazily (its driver; its tables and figures), so that reading the
-registry costs nothing. A ``Driver`` evaluates the units the runner plans for it:
+names, its own flags, the names of its tables and figures) and factories it imports lazily (its driver,
+its table builders and figure drawers), so that reading the registry costs nothing. A ``Driver`` evaluates the units the runner plans for it:
 
     check_inputs()            data present and well-formed (before the model loads)
     max_length()              the budget its LM wrapper needs
@@ -13,10 +13,11 @@ registry costs nothing. A ``Driver`` evaluates the units the runner plans for it
 
 from __future__ import annotations
 
+import importlib
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from ccq_eval.errors import BadInput
 
@@ -39,10 +40,26 @@ class Driver(Protocol):
 
 @dataclass(frozen=True)
 class SuiteOption:
-    """A flag only this suite reads: ``--<name>`` on `ccq-eval run`; its value is ``request.options[name]``."""
+    """A flag only this suite reads: ``--<name>`` on `ccq-eval run`. The runner parses it once (``kind`` of the
+    text, one of ``choices`` when given) and hands the driver ``plan.options[name]``, ``default`` when not given."""
 
     name: str
     help: str
+    kind: Callable[[str], Any] = str
+    default: Any = None
+    choices: tuple = ()
+
+    def parse(self, value):
+        if value is None:
+            return self.default
+        if isinstance(value, str):
+            try:
+                value = self.kind(value)
+            except (TypeError, ValueError):
+                raise SuiteError(f"--{self.name} {value!r}: not a {getattr(self.kind, '__name__', 'value')}") from None
+        if self.choices and value not in self.choices:
+            raise SuiteError(f"--{self.name} {value!r}: unknown; use one of {', '.join(map(str, self.choices))}")
+        return value
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,15 @@ class Suite(ABC):
     seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
     fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)
     in_all: bool = True  # run by --suite all (cost is measured on its own, on a quiet machine)
+    # table name -> the builder(suite, frame, store, options) -> report.Table of that name in <suite>/tables.py
+    table_builders: dict[str, str] = field(default_factory=dict)
+    # figure name -> the draw(suite, store) -> matplotlib Figure | None of that name in <suite>/figures.py
+    figure_drawers: dict[str, str] = field(default_factory=dict)
+    length_means: str = "L tokens"  # what a context length budgets, in --lengths' help
+    samples_mean: str = "items"  # what --samples counts, in its help
+    # older unit keys hashed the length a second time, as settings["max_length"]; such a suite keeps that
+    # form so stores written then resume with nothing rerun
+    length_in_key_settings: bool = False
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
@@ -77,15 +103,21 @@ class Suite(ABC):
 
     @abstractmethod
     def driver(self, plan) -> Driver:
-        """The driver for one run of this suite (``plan``: tasks, lengths, samples, request, evaluand)."""
+        """The driver for one run of this suite (``plan``: tasks, lengths, samples, options, request, evaluand)."""
 
-    def tables(self) -> dict[str, Callable]:
-        """table name -> builder(frame, store, options) -> report.Table | None"""
-        return {}
+    def _own(self, module: str, function: str) -> Callable:
+        """A function of one of this suite's own modules, imported when first asked for."""
+        return getattr(importlib.import_module(f"{type(self).__module__}.{module}"), function)
 
-    def figures(self) -> dict[str, Callable]:
-        """figure name -> draw(store) -> matplotlib Figure | None"""
-        return {}
+    def table_builder(self, table: str) -> Callable:
+        return self._own("tables", self.table_builders[table])
+
+    def figure_drawer(self, figure: str) -> Callable:
+        return self._own("figures", self.figure_drawers[figure])
+
+    def parse_options(self, given: dict) -> dict:
+        """Every option of this suite, typed: the given value parsed, else its default."""
+        return {o.name: o.parse(given.get(o.name)) for o in self.options}
 
     def paired_cells(self, store) -> dict:
         """column -> report.paired_tests.ScoreCell / PerplexityCell: the per-sample numbers the pairs table
@@ -95,6 +127,12 @@ class Suite(ABC):
     def task_files(self) -> dict[str, str]:
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
         return {}
+
+    def lm_eval_unit(self, task: str, results) -> tuple | str | None:
+        """One task of an lm-eval results file (``results``: interchange.lm_eval_document.Results) as a unit of
+        this suite: (unit, metric rows, sample rows); a reason it is left out; or None if the task is not this
+        suite's."""
+        return None
 
     def fetchable(self) -> tuple[str, ...]:
         """What `ccq-eval data fetch <suite> --corpora` accepts (every one by default)."""

@@ -67,7 +67,7 @@ def test_lm_eval_results_come_in_as_lm_units_in_percent(lm_eval_output, tmp_path
     written = json.loads(lm_eval_output.read_text())
     store = tmp_path / "s.db"
     assert main(["ingest", str(lm_eval_output.parent.parent), "--store", str(store)]) == 0
-    assert "2 lm units added" in capsys.readouterr().out
+    assert "2 units added" in capsys.readouterr().out
     metrics = stored_metrics(store)
     assert set(metrics) == {("piqa", "acc"), ("piqa", "acc_norm"), ("boolq", "acc")}
     for (task, metric), (value, stderr, n, label) in metrics.items():

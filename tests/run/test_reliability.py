@@ -230,10 +230,10 @@ def test_two_process_data_parallel_equals_one_process(tmp_path):
     torch.manual_seed(0)
     model = save_checkpoint(tiny_model("ccq_gla"), tmp_path / "m")
     env = {**os.environ, "PYTHONPATH": str(REPO), "CCQ_EVAL_CACHE": str(tmp_path / "cache"),
-           "CCQ_EVAL_RANK_LOG": str(tmp_path / "ranks.log")}
+           "RANK_LOG": str(tmp_path / "ranks.log")}
     args = ["--model", str(model), "--suite", "sniah", "--lengths", "1k", "--samples", "6", "--device", "cpu"]
     one, two = tmp_path / "one.db", tmp_path / "two.db"
-    assert subprocess.run([sys.executable, "-m", "ccq_eval", *args, "--store", str(one)], env=env,
+    assert subprocess.run([sys.executable, "-m", "tests.rank_logging", *args, "--store", str(one)], env=env,
                           capture_output=True).returncode == 0
     (tmp_path / "ranks.log").unlink()
     import socket
@@ -242,7 +242,8 @@ def test_two_process_data_parallel_equals_one_process(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port)]
-    done = subprocess.run([*launcher, "-m", "ccq_eval", *args, "--store", str(two)], env=env, capture_output=True, text=True)
+    done = subprocess.run([*launcher, "-m", "tests.rank_logging", *args, "--store", str(two)], env=env,
+                          capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     answered = [line.split() for line in (tmp_path / "ranks.log").read_text().splitlines()]
     assert {rank for rank, _ in answered} == {"0", "1"}  # both ranks generated

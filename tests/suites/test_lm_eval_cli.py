@@ -42,7 +42,7 @@ def test_include_path_prints_the_plugins_folder(capsys):
 
 
 def test_the_wrapper_adds_the_include_path_only_where_none_is_given():
-    from ccq_eval.lm.stock_cli import include_path
+    from ccq_eval.task_plugins import include_path
 
     assert lm_eval_argv(["run", "--tasks", "sniah_1"])[-2:] == ["--include_path", include_path()]
     assert lm_eval_argv(["--tasks", "x", "--include_path", "/mine"]).count("--include_path") == 1

@@ -1,7 +1,7 @@
 """Cost: prefill and decoding throughput, peak memory and the cache's size against context length, for any
 checkpoint (the paper's claim that CCQ keeps a constant state and the linear-time read). Everything only this
 suite knows lives in this folder: measure.py (timing, memory, cache bytes), analytic.py (the cache size counted
-from the config), driver.py, tables.py. Importing this module imports none of them.
+from the config), driver.py, tables.py, figures.py. Importing this module imports none of them.
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ class EfficiencySuite(Suite):
 
         return EfficiencyDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.efficiency import tables
-
-        return {"efficiency": tables.cost_table}
-
-    def figures(self):
-        from ccq_eval.suites.efficiency import tables
-
-        return {"efficiency": tables.cost_figure}
 
 
 SUITE = EfficiencySuite(
@@ -32,5 +23,9 @@ SUITE = EfficiencySuite(
     default_lengths=(1024, 2048, 4096, 8192, 16384, 20480),
     default_samples=3,  # timed repeats per length (after one warm-up); the median is stored
     display={"efficiency_cost": "cost"},
-    in_all=False,  # timings beside other suites' work would measure the machine's load, not the model
+    in_all=False,
+    table_builders={"efficiency": "cost_table"},
+    figure_drawers={"efficiency": "cost_figure"},
+    length_means="prompt of L tokens, then decoding",
+    samples_mean="timed repeats per length",  # timings beside other suites' work would measure the machine's load, not the model
 )

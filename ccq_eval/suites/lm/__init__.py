@@ -1,12 +1,13 @@
 """Language modelling and zero-shot commonsense: lm-eval's own tasks, 0-shot, unchanged.
 
-data.py (the tasks' datasets offline: local records or the HF cache; fetch), driver.py,
-tables.py. Importing this module imports none of them.
+data.py (the tasks' datasets offline: local records or the HF cache; fetch), driver.py, protocol.py,
+ingest.py (lm-eval's own results files into lm units), tables.py. Importing this module imports none of them.
 """
 
 from __future__ import annotations
 
 from ccq_eval.suites.base import Suite
+from ccq_eval.suites.lm.protocol import WINDOW
 
 
 class LmSuite(Suite):
@@ -15,10 +16,10 @@ class LmSuite(Suite):
 
         return LmDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.lm import tables
+    def lm_eval_unit(self, task, results):
+        from ccq_eval.suites.lm.ingest import lm_unit
 
-        return {"lm": tables.lm_table}
+        return lm_unit(task, results)
 
     def fetchable(self):
         from ccq_eval.suites.lm.data import METRICS
@@ -35,11 +36,14 @@ SUITE = LmSuite(
     name="lm",
     tasks=("wikitext", "lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge",
            "social_iqa", "boolq"),
-    default_lengths=(2048,),
+    default_lengths=(WINDOW,),
     default_samples=None,
     display={"wikitext": "Wiki", "lambada_openai": "LMB", "piqa": "PIQA", "hellaswag": "Hella",
              "winogrande": "Wino", "arc_easy": "ARC-e", "arc_challenge": "ARC-c", "social_iqa": "SIQA",
              "boolq": "BoolQ"},
     fixed_lengths=True,
     fetches_data=True,
+    table_builders={"lm": "lm_table"},
+    length_means=f"lm-eval's own window ({WINDOW}; --lengths is ignored)",
+    samples_mean="examples per task",
 )

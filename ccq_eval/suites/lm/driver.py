@@ -6,9 +6,9 @@ from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, check_records,
                                      local_file, records_dataset, sha256, splits_named, task_config)
+from ccq_eval.suites.lm.protocol import WINDOW
 from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
 
-CONTEXT = 2048  # lm-eval's window for wikitext's rolling loglikelihood; the other items are short
 
 
 class LmDriver:
@@ -27,7 +27,7 @@ class LmDriver:
                               "with network access, or put <task>.jsonl in --data-dir DIR/lm/")
 
     def max_length(self) -> int:
-        return CONTEXT
+        return WINDOW
 
     def check_with_tokenizer(self) -> None:
         pass
@@ -36,7 +36,7 @@ class LmDriver:
         local = local_file(task, self.plan.request.data_dir)
         source = {"local": str(local), "sha256": sha256(local)} if local else {
             "hub": task_config(task)["dataset_path"], "name": task_config(task).get("dataset_name")}
-        settings = {"max_length": CONTEXT, "num_fewshot": 0, "task_version": task_config(task).get("metadata", {}).get("version"),
+        settings = {"max_length": WINDOW, "num_fewshot": 0, "task_version": task_config(task).get("metadata", {}).get("version"),
                     "metrics": list(METRICS[task][0]), "primary": METRICS[task][1]}
         return settings, {"task": task, "source": source}
 
@@ -51,7 +51,7 @@ class LmDriver:
             records = records_dataset(local)
             config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
         with offline():
-            out = evaluate(plan.evaluand.lm, config, plan.request.seed, CONTEXT, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
+            out = evaluate(plan.evaluand.lm, config, plan.request.seed, WINDOW, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         results = out["results"][unit.task]

@@ -17,10 +17,6 @@ class LongBenchSuite(Suite):
 
         return LongBenchDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.longbench import tables
-
-        return {"longbench": tables.score_table}
 
     def task_files(self):
         from ccq_eval.suites.longbench.tasks import TASKS, generation_yaml
@@ -53,4 +49,8 @@ SUITE = LongBenchSuite(
         ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
         ("repobench-p", "RBP"))},
     fetches_data=True,
+    table_builders={"longbench": "score_table"},
+    length_means="prompt middle-truncated to fit L with the task's generation budget",
+    samples_mean="examples per task",
+    length_in_key_settings=True,
 )

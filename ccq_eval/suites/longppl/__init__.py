@@ -1,8 +1,8 @@
 """Long-context perplexity, 4K to 20K on six corpora: everything only this suite knows.
 
 corpora.py (sources, reading, the selection rules), perplexity.py (one pass per sequence),
-plugin.py (what tasks/longppl calls: the lm-eval cross-check), driver.py, tables.py (the table,
-its intervals and the extrapolation curves). Importing this module imports none of them.
+plugin.py (what tasks/longppl calls: the lm-eval cross-check), driver.py, tables.py (the table and
+its intervals), figures.py (the extrapolation curves), paired.py (per-sequence NLLs for the pairs table). Importing this module imports none of them.
 """
 
 from __future__ import annotations
@@ -19,20 +19,10 @@ class LongpplSuite(Suite):
 
         return LongpplDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.longppl import tables
-
-        return {"longppl": tables.perplexity_table}
-
-    def figures(self):
-        from ccq_eval.suites.longppl import tables
-
-        return {"longppl": tables.curves_figure}
-
     def paired_cells(self, store):
-        from ccq_eval.suites.longppl import tables
+        from ccq_eval.suites.longppl.paired import paired_cells
 
-        return tables.paired_cells(self, store)
+        return paired_cells(self, store)
 
     def task_files(self):
         from ccq_eval.suites.task_files import task_yaml
@@ -62,7 +52,12 @@ SUITE = LongpplSuite(
     # corpora every Python installation carries (corpora.SHIPPED): the offline demo's
     extra_tasks=("longppl_essays", "longppl_essays_heldout", "longppl_pydocs", "longppl_pycode"),
     options=(SuiteOption("engine", "one-pass (default; one forward per sequence gives every length) or lm-eval "
-                                   "(loglikelihood_rolling per length, the cross-check)"),),
+                                   "(loglikelihood_rolling per length, the cross-check)",
+                         default="one-pass", choices=("one-pass", "lm-eval")),),
+    table_builders={"longppl": "perplexity_table"},
+    figure_drawers={"longppl": "curves_figure"},
+    length_means="L scored tokens",
+    samples_mean="documents per corpus",
     seed_metrics=(SeedMetric("perplexity", "ppl", False),),
     fetches_data=True,
 )

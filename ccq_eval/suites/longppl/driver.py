@@ -11,7 +11,6 @@ from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
 from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, failure, mean_metric
 
-ENGINES = ("one-pass", "lm-eval")
 BUCKET = 1024  # tokens per position bucket in the per-position view
 CHUNK = 2048  # tokens per forward chunk in the one-pass engine
 
@@ -26,10 +25,7 @@ class LongpplDriver:
 
     def check_inputs(self) -> None:
         plan = self.plan
-        engine = plan.request.options.get("engine") or "one-pass"
-        if engine not in ENGINES:
-            raise longppl.CorpusError(f"--engine {engine!r}: unknown; use one of {', '.join(ENGINES)}")
-        self.engine = engine
+        self.engine = plan.options["engine"]
         self.l_max = max(plan.lengths)
         longppl.check_available([self.corpus(t) for t in plan.tasks], plan.request.data_dir)
         for task in plan.tasks:  # malformed files fail here, before the model loads
@@ -66,7 +62,7 @@ class LongpplDriver:
         from tqdm import tqdm
 
         plan = self.plan
-        if getattr(plan.evaluand.lm, "rank", 0) != 0:
+        if plan.evaluand.lm.rank != 0:
             return []  # one process scores the sequences; other data-parallel ranks have nothing to add
         selection = self.selections[task]
         lengths = [u.context_length for u in units]

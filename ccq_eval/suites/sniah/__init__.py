@@ -1,14 +1,16 @@
 """S-NIAH (RULER's single-needle tasks): everything only this suite knows lives in this folder.
 
 data.py (the generator), haystack.py (essay haystacks), plugin.py (what tasks/sniah calls),
-scoring.py (RULER's string match, partial retrieval), driver.py (units -> outcomes), tables.py
-(the accuracy and partial-retrieval tables, the needle-depth heatmap). Importing this module
-imports none of them.
+scoring.py (RULER's string match, partial retrieval), driver.py (units -> outcomes), protocol.py (its
+numbers), tables.py (the accuracy and partial-retrieval tables), figures.py (the needle-depth heatmap),
+paired.py (per-prompt scores for the pairs table), columns.py. Importing this module imports none of the
+heavy ones.
 """
 
 from __future__ import annotations
 
 from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
+from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 
 
 class SniahSuite(Suite):
@@ -17,26 +19,19 @@ class SniahSuite(Suite):
 
         return SniahDriver(plan)
 
-    def tables(self):
-        from ccq_eval.suites.sniah import tables
-
-        return {"sniah": tables.accuracy_table, "sniah-partial": tables.partial_table}
-
-    def figures(self):
-        from ccq_eval.suites.sniah import tables
-
-        return {"sniah-depth": tables.depth_figure}
-
     def paired_cells(self, store):
-        from ccq_eval.suites.sniah import tables
+        from ccq_eval.suites.sniah.paired import paired_cells
 
-        return tables.paired_cells(self, store)
+        return paired_cells(self, store)
 
     def task_files(self):
-        from ccq_eval.suites.sniah.driver import TASK_VERSION
         from ccq_eval.suites.task_files import task_yaml
 
-        return {f"{task}.yaml": task_yaml(self.name, task, {"sniah_task": task}, TASK_VERSION) for task in self.tasks}
+        # greedy, RULER's generation budget; stock lm-eval's generate_until reads it from here
+        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+                      f"  max_gen_toks: {TOKENS_TO_GENERATE}\n  until: []\n")
+        return {f"{task}.yaml": task_yaml(self.name, task, {"sniah_task": task}, TASK_VERSION, more=generation)
+                for task in self.tasks}
 
 
 SUITE = SniahSuite(
@@ -47,5 +42,10 @@ SUITE = SniahSuite(
     display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
     options=(SuiteOption("haystack", "essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder (default: "
                                      "DATA_DIR/haystack, else the shipped ccq-essays)"),),
+    table_builders={"sniah": "accuracy_table", "sniah-partial": "partial_table"},
+    figure_drawers={"sniah-depth": "depth_figure"},
+    length_means=f"prompt + {TOKENS_TO_GENERATE} generated tokens <= L",
+    samples_mean="samples per task and length",
+    length_in_key_settings=True,
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answer NLL", False)),
 )

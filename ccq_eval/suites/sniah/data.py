@@ -7,7 +7,7 @@
 - S-NIAH-3: as S-NIAH-2 with UUID values.
 
 The haystack is sized with the model's own tokenizer so that the whole prompt, answer prefix
-included (what the model actually reads), plus 128 generated tokens fits the length. RULER grows the
+included (what the model actually reads), plus the tokens to generate (protocol.py) fits the length. RULER grows the
 haystack in steps of 25 repetitions / 500 words and stops below the budget; a binary search here
 finds the largest haystack that fits. Generated data is frozen in the cache (see ``cache``).
 """
@@ -25,10 +25,10 @@ import numpy as np
 from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.errors import BadInput
 from ccq_eval.suites.sniah.haystack import Haystack
+from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.sentences import SPLITTER, split_sentences
 
 GENERATOR_VERSION = 1
-TOKENS_TO_GENERATE = 128
 REPEAT_FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 NEEDLE = "One of the special magic {type_plural} for {key} is: {value}."
 # RULER's template, in the single-needle form its generator derives ("Some ... are" -> "A ... is")
@@ -141,7 +141,7 @@ def _probe(task: str, length: int, seed: int) -> tuple[str, str, int]:
 
 def smallest_length(task: str, tokenizer, haystack: Haystack | None, length: int, samples: int, seed: int) -> int:
     """The smallest length whose budget holds every sample of (task, length, samples, seed) with an
-    empty haystack, plus the 128 generated tokens: below it a sample cannot be generated at all."""
+    empty haystack, plus the tokens to generate: below it a sample cannot be generated at all."""
     variant = VARIANTS[task]
     worst = 0
     for key, value, placement in [_probe(task, length, seed), *draws(task, length, samples, seed)]:
@@ -152,7 +152,7 @@ def smallest_length(task: str, tokenizer, haystack: Haystack | None, length: int
 
 def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack: Haystack | None,
              progress=None) -> list[dict]:
-    """``samples`` prompts of at most ``length - 128`` tokens for one task and length."""
+    """``samples`` prompts of at most ``length - TOKENS_TO_GENERATE`` tokens for one task and length."""
     variant = VARIANTS[task]
     budget = length - TOKENS_TO_GENERATE
 

@@ -14,10 +14,10 @@ from ccq_eval.suites.outcomes import (Metric, Sample, UnitOutcome, evaluate_each
                                      prediction_counts)
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
+from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix
 
-TASK_VERSION = 1.0
-EARLY_STOP = True  # stop a row once every needle value is in its output (False: all 128 tokens, the reference)
+EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
 FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
 
 
@@ -38,7 +38,7 @@ class SniahDriver:
 
     def check_inputs(self) -> None:
         plan = self.plan
-        self.haystack_path = resolve_haystack_path(plan.request.options.get("haystack"), plan.request.data_dir)
+        self.haystack_path = resolve_haystack_path(plan.options["haystack"], plan.request.data_dir)
         needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in plan.tasks)
         self.haystack = load_haystack(self.haystack_path) if needs_essays else None
 
@@ -59,7 +59,7 @@ class SniahDriver:
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         essay = sniah.VARIANTS[task].haystack == "essay"
         settings = {
-            "task_version": TASK_VERSION, "tokens_to_generate": sniah.TOKENS_TO_GENERATE,
+            "task_version": TASK_VERSION, "tokens_to_generate": TOKENS_TO_GENERATE,
             "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
         }
         plan = self.plan
@@ -82,11 +82,10 @@ class SniahDriver:
         return records, fingerprint
 
     def _decoding_hooks(self, records: list[dict]) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
-        """(this unit's decoding hooks, sample index -> its prompt's key); none for scripted test LMs."""
-        from ccq_eval.lm.wrapper import CCQEvalLM
-
+        """(this unit's decoding hooks, sample index -> its prompt's key); none for a model that does not score
+        text (it only generates)."""
         lm, hooks = self.plan.evaluand.lm, DecodingHooks()
-        if not isinstance(lm, CCQEvalLM):
+        if not lm.scores_text:
             return hooks, {}
         keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
         if FUSED_ANSWER_NLL:
@@ -101,7 +100,7 @@ class SniahDriver:
 
     def _answer_nlls(self, docs: list[dict], hooks: DecodingHooks, keys: dict) -> tuple[list[float | None], int]:
         """(per sample: the answer's mean NLL per token, how many came from the decoding prefill), when the LM
-        scores text (scripted test LMs do not): partial retrieval shows here long before exact match moves."""
+        scores text: partial retrieval shows here long before exact match moves."""
         if not keys:
             return [None] * len(docs), 0
         nlls = [hooks.continuation_nlls.get(keys.get(d["index"])) for d in docs]
@@ -129,7 +128,7 @@ class SniahDriver:
             samples.append(Sample(
                 doc["index"], score, target=doc["outputs"][0], prediction=prediction,
                 prompt_sha256=stable_hash(sniah.prompt_of(doc)),
-                fields={"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - 128,
+                fields={"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
                         "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
                         "empty_prediction": not prediction.strip(),
                         "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll}))

@@ -1,31 +1,18 @@
-"""S-NIAH's tables (accuracy with Wilson intervals and paired deltas; partial retrieval) and the
-needle-depth heatmap, over the shared formatting in report/."""
+"""S-NIAH's tables (accuracy with Wilson intervals and paired deltas; partial retrieval), over the shared
+formatting in report/; the needle-depth heatmap is figures.py."""
 
 from __future__ import annotations
 
-import json
 import math
 
-import numpy as np
 import pandas as pd
 
-from ccq_eval.report.figures import plot_label, pyplot
-from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.intervals import wilson_interval
-from ccq_eval.report.paired_tests import ScoreCell, delta_row_tests
+from ccq_eval.report.paired_tests import delta_row_tests
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
-from ccq_eval.suites.base import format_length
-
-
-def haystack_of(settings: str) -> str | None:
-    haystack = json.loads(settings).get("haystack")
-    return haystack["name"] if haystack else None
-
-
-def column_name(suite, task: str, haystack, length: int) -> str:
-    """S-NIAH-2/3 columns carry their haystack's name: numbers on another haystack are not the paper's."""
-    return f"{suite.display[task]}{f' ({haystack})' if isinstance(haystack, str) else ''} {format_length(length)}"
+from ccq_eval.suites.sniah.columns import column_name, haystack_of
+from ccq_eval.suites.sniah.paired import paired_cells
 
 
 def cells(suite, frame: pd.DataFrame, metric: str = "score",
@@ -48,21 +35,6 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
         return rows.pivot(index="label", columns="column", values=field).reindex(columns=columns)
 
     return pivot("value"), pivot("low"), pivot("high")
-
-
-def paired_cells(suite, store) -> dict:
-    """'S1 1K acc' -> ScoreCell: every label's per-prompt scores in that cell (the pairs table)."""
-    frame = latest_samples(store, "sniah", "s.prompt_sha256, s.score")
-    if frame.empty:
-        return {}
-    haystacks = frame.settings.map(haystack_of)
-    frame["column"] = [column_name(suite, t, h, L) + " acc" for t, h, L in zip(frame.task, haystacks, frame.context_length)]
-    frame["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)  # the accuracy table's order
-                      for t, h, L in zip(frame.task, haystacks, frame.context_length)]
-    cells = {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"))
-             for column, cell in frame.groupby("column", sort=False)}
-    order = dict(zip(frame.column, frame.order))
-    return {column: cells[column] for column in sorted(cells, key=order.get)}
 
 
 def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
@@ -95,55 +67,3 @@ def partial_table(suite, frame: pd.DataFrame, store, options) -> Table:
                  reference=reference_rows("sniah-partial") if options.reference else pd.DataFrame())
 
 
-def depth_frame(store) -> pd.DataFrame:
-    """Per-sample scores with needle depth, for the latest complete unit of each (label, task, length)."""
-    frame = latest_samples(store, "sniah", "s.score, s.fields")
-    if not frame.empty:
-        frame["depth"] = frame.fields.map(lambda f: json.loads(f)["depth"])
-    return frame
-
-
-MAX_PANEL_COLUMNS = 5  # panels wrap into rows: 15 models x 2 tasks in one row was 10,230 px wide
-PANEL_INCHES = (3.0, 2.5)  # at the 150 dpi figures are saved with: 5 columns + colour bar <= 2,500 px
-
-
-def panel_grid(count: int) -> tuple[int, int]:
-    """(rows, columns) for count panels, at most MAX_PANEL_COLUMNS wide."""
-    columns = max(1, min(MAX_PANEL_COLUMNS, count))
-    return math.ceil(count / columns), columns
-
-
-def depth_figure(suite, store):
-    """The needle heatmap: depth (10% bins) x context length, one panel per (task, label), wrapped into
-    rows of at most five panels, task by task."""
-    plt = pyplot()
-    frame = depth_frame(store)
-    if frame.empty:
-        return None
-    frame["bin"] = np.minimum((frame.depth // 10).astype(int), 9)
-    labels, tasks = sorted(frame.label.unique()), [t for t in suite.tasks if t in set(frame.task)]
-    lengths = sorted(frame.context_length.unique())
-    present = set(zip(frame.task, frame.label))
-    panels = [(task, label) for task in tasks for label in labels if (task, label) in present]  # no empty panels
-    rows, columns = panel_grid(len(panels))
-    width = min(PANEL_INCHES[0], 1.2 + 0.45 * len(lengths))
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 0.9, PANEL_INCHES[1] * rows),
-                             squeeze=False, constrained_layout=True)
-    image = None
-    for index, (task, label) in enumerate(panels):
-        ax = axes[index // columns, index % columns]
-        sub = frame[(frame.task == task) & (frame.label == label)]
-        grid = sub.pivot_table(index="bin", columns="context_length", values="score", aggfunc="mean")
-        grid = grid.reindex(index=range(10), columns=lengths)
-        image = ax.imshow(grid.values, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto", origin="upper")
-        ax.set_xticks(range(len(lengths)), [format_length(L) for L in lengths], fontsize=7)
-        ax.set_yticks(range(10), [f"{10 * b}%" for b in range(10)] if index % columns == 0 else [], fontsize=7)
-        ax.set_title(f"{plot_label(label)} · {suite.display[task]}", fontsize=8)
-        if index % columns == 0:
-            ax.set_ylabel("needle depth", fontsize=8)
-        if index + columns >= len(panels):  # the lowest panel of its column
-            ax.set_xlabel("context length", fontsize=8)
-    for index in range(len(panels), rows * columns):
-        axes[index // columns, index % columns].set_visible(False)
-    fig.colorbar(image, ax=axes, shrink=0.6, label="accuracy (%)")
-    return fig

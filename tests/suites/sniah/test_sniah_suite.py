@@ -260,7 +260,7 @@ def test_stock_lm_eval_builds_the_records_ccq_eval_builds(tokenizer_dir):
     from lm_eval.tasks import TaskManager, get_task_dict
     from transformers import AutoTokenizer
 
-    from ccq_eval.lm.harness import TASKS_DIR
+    from ccq_eval.task_plugins import TASKS_DIR
     from ccq_eval.suites.sniah import data as sniah
     from ccq_eval.suites.sniah.haystack import load_haystack
 

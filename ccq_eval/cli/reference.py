@@ -1,7 +1,7 @@
 """docs/cli.md, generated from the argument parser itself, so the reference cannot drift from the CLI.
 A test checks that the committed file equals this output.
 
-    python -m ccq_eval.cli_reference docs/cli.md     # rewrite it after changing a flag
+    python -m ccq_eval.cli.reference docs/cli.md     # rewrite it after changing a flag
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 from ccq_eval.cli import build_parser
-from ccq_eval.environment import environment
+from ccq_eval.scoped_env import scoped_environ
 
 WIDTH = "100"  # argparse wraps at the terminal's width: fix it so the file does not depend on who ran this
 HEADER = ("# Command-line reference\n\n"
-          "Generated from `ccq_eval/cli.py` by `python -m ccq_eval.cli_reference docs/cli.md`; edit the parser,\n"
+          "Generated from `ccq_eval/cli/` by `python -m ccq_eval.cli.reference docs/cli.md`; edit the parser,\n"
           "not this file. `ccq-eval --model CKPT --suite NAME ...` is short for `ccq-eval run ...`.\n")
 
 
@@ -26,7 +26,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def reference() -> str:
     parser = build_parser()
-    with environment(COLUMNS=WIDTH):
+    with scoped_environ(COLUMNS=WIDTH):
         sections = [HEADER, "## ccq-eval\n", "```text\n" + parser.format_help().rstrip() + "\n```\n"]
         for name, sub in _subparsers(parser).items():
             sections += [f"## ccq-eval {name}\n", "```text\n" + sub.format_help().rstrip() + "\n```\n"]

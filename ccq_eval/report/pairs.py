@@ -16,7 +16,7 @@ import pandas as pd
 
 from ccq_eval.report.formats import to_latex, to_markdown
 from ccq_eval.report.paired_tests import PairedResult, p_text
-from ccq_eval.suites.seeds import SEED_SUFFIX
+from ccq_eval.report.seeds import SEED_SUFFIX
 
 TRAINED_PREFIX = "ccq-"
 TRAINING_FREE = re.compile(r"\+ccq[0-9.eE+-]+(-\w+)?$")  # default_label's "+ccq0.3" / "+ccq0.3-none"

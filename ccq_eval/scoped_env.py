@@ -10,7 +10,7 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def environment(**values: str) -> Iterator[None]:
+def scoped_environ(**values: str) -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:

@@ -1,0 +1,42 @@
+"""What every command's parser shares: argparse's mistakes as one line and exit 2, range-checked numbers, the
+--store flag and the default paths."""
+
+from __future__ import annotations
+
+import argparse
+
+from ccq_eval.errors import BadInput
+
+DEFAULT_STORE = "results/ccq.db"
+DEFAULT_TABLES = "results/tables"
+DEFAULT_FIGURES = "results/figures"
+MAX_SAMPLES = 10_000_000  # more items per unit than any suite's data holds
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own mistakes get the same one-line form and exit code 2
+        raise BadInput(f"{message} (see {self.prog} --help)")
+
+
+def number(kind: type, low, high, what: str):
+    """An argparse type: a finite number of ``kind`` in [low, high], refused at parse time (exit 2), not deep
+    inside numpy or a model after the work has started."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not low <= value <= high:  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]: {what}")
+        return value
+    return parse
+
+
+def add_store(parser) -> None:
+    parser.add_argument("--store", default=DEFAULT_STORE,
+                        help=f"SQLite results store (default {DEFAULT_STORE}); raw lm-eval JSON goes to raw/ beside it")
+
+
+def lengths_text(lengths) -> str:
+    """(1024, 2048) -> '1k,2k' as --lengths takes them."""
+    return ",".join(f"{L // 1024}k" if L % 1024 == 0 else str(L) for L in lengths)

@@ -1,0 +1,70 @@
+"""`ccq-eval ingest`: other stores (shards, other machines) merged in, or lm-eval's results files read in; every
+source checked before the target store is touched, idempotent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ccq_eval.cli.common import add_store
+from ccq_eval.errors import BadInput
+
+NAME = "ingest"
+
+
+def add(subparsers) -> None:
+    ingest = subparsers.add_parser(NAME, help="merge stores from other machines or shards, or lm-eval results JSON, "
+                                              "into --store (idempotent)")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="stores to merge in; or lm-eval results_*.json files "
+                        "(or the --output_path folders holding them; --log_samples files beside them come along)")
+    ingest.add_argument("--label", help="lm-eval results: the model's name in tables (default: the checkpoint folder's name)")
+    add_store(ingest)
+
+
+def _lm_eval_results(args) -> int:
+    from ccq_eval.interchange.lm_eval_results import read_results, results_files
+    from ccq_eval.store import Store
+
+    files = [f for path in args.paths for f in results_files(Path(path))]
+    read = [(f, *read_results(f, args.label)) for f in files]  # every file checked before the store is touched
+    target = Store(args.store)
+    for path, run, units, left_out in read:
+        skipped_text = f"; left out {'; '.join(left_out)}" if left_out else ""
+        if not units:
+            print(f"{path}: nothing to add{skipped_text}")
+            continue
+        run_id, added, skipped = target.add_finished_run(run, units)
+        print(f"{path}: " + (f"{added} units added as run {run_id} labelled {run['label']!r}" if added else "nothing new")
+              + (f"; {skipped} already here" if skipped else "") + skipped_text)
+    return 0
+
+
+def _stores(args) -> int:
+    from ccq_eval.store import Store
+
+    sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
+    for source in sources:
+        source.check_integrity()  # a damaged page fails here, before the target is created or touched
+    target = Store(args.store)
+    with target.transaction():  # one transaction: a source that fails mid-read merges nothing at all
+        reports = [(path, *target.ingest(source)) for path, source in zip(args.paths, sources)]
+    refused_any = False
+    for path, added_runs, added_units, already_complete, refused in reports:
+        print(f"{path}: {added_runs} runs, {added_units} units added"
+              + (f"; {already_complete} complete units skipped (a result for their unit key is already here)"
+                 if already_complete else "")
+              + (f"; refused {len(refused)}: " + "; ".join(refused) if refused else ""))
+        refused_any |= bool(refused)
+    return 1 if refused_any else 0
+
+
+def handle(args) -> int:
+    from ccq_eval.interchange.lm_eval_results import is_lm_eval_output
+
+    kinds = {is_lm_eval_output(path) for path in args.paths}
+    if kinds == {True}:
+        return _lm_eval_results(args)
+    if len(kinds) > 1:
+        raise BadInput("ingest: stores and lm-eval results in one command; ingest each kind in its own command")
+    if args.label:
+        raise BadInput("--label: only for lm-eval results (a store's runs keep their own labels)")
+    return _stores(args)

@@ -1,0 +1,98 @@
+"""`ccq-eval run` (and `ccq-eval --model CKPT --suite NAME`): a suite on a checkpoint, every number stored with
+its provenance. The suites' names, their lengths' meaning and defaults and their own flags come from the registry."""
+
+from __future__ import annotations
+
+from ccq_eval.cli.common import MAX_SAMPLES, add_store, lengths_text, number
+from ccq_eval.errors import BadInput
+
+NAME = "run"
+
+
+def _suites_help() -> tuple[str, str, str]:
+    """(--suite, --lengths, --samples) help, each suite's part from its registry entry."""
+    from ccq_eval.suites import ALL_ORDER, SUITES
+
+    suite = f"suite to run: {', '.join(SUITES)}, or all ({', '.join(ALL_ORDER)} in one run record)"
+    lengths = ("context budgets in tokens of the model's tokenizer, comma list (k = 1024); per suite: "
+               + "; ".join(f"{s.name}: {s.length_means} (default {lengths_text(s.default_lengths)})"
+                           for s in SUITES.values()))
+    samples = "items per unit; per suite: " + "; ".join(
+        f"{s.name}: {s.samples_mean} (default {s.default_samples or 'all'})" for s in SUITES.values())
+    return suite, lengths, samples
+
+
+def _add_suite_options(run) -> None:
+    """Each suite's own flags, as its registry entry declares them (parsed, typed, by the runner)."""
+    from ccq_eval.suites import SUITES
+
+    owner = {}
+    for suite in SUITES.values():
+        for option in suite.options:
+            if option.name in owner:
+                raise RuntimeError(f"suites {owner[option.name]!r} and {suite.name!r} both declare --{option.name}")
+            owner[option.name] = suite.name
+            run.add_argument(f"--{option.name}", dest=f"suite_option_{option.name}", metavar=option.name.upper(),
+                             help=f"{suite.name}: {option.help}")
+
+
+def add(subparsers) -> None:
+    run = subparsers.add_parser(NAME, help="run a suite on a checkpoint and store every number with its provenance")
+    suite_help, lengths_help, samples_help = _suites_help()
+    run.add_argument("--model", required=True, help="checkpoint folder (config.json, safetensors, tokenizer), zoo:<name>, "
+                     "or ORG/NAME[@REVISION] on the Hugging Face Hub")
+    run.add_argument("--suite", required=True, help=suite_help)
+    run.add_argument("--tasks", help="comma list of the suite's task ids (sniah_1 or just 1); default: all")
+    run.add_argument("--lengths", help=lengths_help)
+    run.add_argument("--samples", type=number(int, 1, MAX_SAMPLES, "items per unit"), help=samples_help)
+    run.add_argument("--label", help="the model's name in tables and plots (default: checkpoint folder or zoo name, "
+                                     "plus any CCQ override, e.g. gla-tiny+ccq0.3)")
+    add_store(run)
+    run.add_argument("--data-dir", help="local data root (haystack/*.txt|*.jsonl for S-NIAH-2/3)")
+    run.add_argument("--seed", type=number(int, 0, 2**32 - 1, "numpy's seeds"), default=0,
+                     help="seed for data generation and lm-eval (default 0)")
+    run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
+    run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
+    run.add_argument("--batch-size", default="auto",
+                     help="batch size, or auto (default): 1 on CPU, the largest power of two up to 64 that fits on a GPU")
+    run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
+    run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
+    run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
+    run.add_argument("--ccq-lambda", type=number(float, 0.0, 100.0, "a contraction strength"),
+                     help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
+                          "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
+    run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
+    run.add_argument("--threads", type=number(int, 1, 1024, "torch CPU threads"),
+                     help="torch CPU threads (default: OMP_NUM_THREADS when set, else the cores other work leaves "
+                          "free at start; see ccq-eval env)")
+    run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
+                                                    "(0-based; for job arrays; merge stores with ccq-eval ingest)")
+    _add_suite_options(run)
+
+
+def _batch_size(value: str) -> int | str:
+    if value == "auto":
+        return value
+    if not value.isdigit() or not 1 <= int(value) <= 4096:
+        raise BadInput(f"--batch-size {value}: must be an integer in [1, 4096] or auto")
+    return int(value)
+
+
+def _suite_options(args) -> dict[str, str]:
+    """The suite flags given, as text (the runner parses them with their suite's declaration)."""
+    from ccq_eval.suites import SUITES
+
+    return {o.name: getattr(args, f"suite_option_{o.name}") for s in SUITES.values() for o in s.options
+            if getattr(args, f"suite_option_{o.name}", None) is not None}
+
+
+def handle(args) -> int:
+    from ccq_eval.run import RunRequest, run_suite
+
+    request = RunRequest(
+        model=args.model, suite=args.suite, tasks=args.tasks, lengths=args.lengths, samples=args.samples,
+        label=args.label, store=args.store, data_dir=args.data_dir, seed=args.seed, device=args.device,
+        dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
+        allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
+        options=_suite_options(args), shard=args.shard, threads=args.threads)
+    return run_suite(request)

@@ -1,0 +1,139 @@
+"""One lm-eval results file as read for ingest: the JSON checked to be lm-eval's, the model it names identified
+as ccq-eval's own runs identify it, the run record from lm-eval's provenance, and the per-task pieces a suite
+turns into units (numbers checked finite, the --log_samples records beside the file)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ccq_eval.errors import BadInput
+
+SOURCE = "lm-eval results JSON"
+
+
+class LmEvalResultsError(BadInput):
+    """A results file that cannot be read as lm-eval's; the message names it and what is wrong."""
+
+
+def load_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LmEvalResultsError(f"{path}: not readable as JSON ({str(exc).splitlines()[0][:120]}); pass the "
+                                 "results_<date>.json lm-eval wrote") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("config"), dict):
+        raise LmEvalResultsError(f"{path}: no 'results' and 'config' objects: not an lm-eval results file "
+                                 "(lm-eval --output_path writes results_<date>.json)")
+    return data
+
+
+def model_identity(config: dict) -> tuple[str, str, dict]:
+    """(model spec, weights identity, model config): a local checkpoint folder is identified by its weights'
+    sha256 and config.json, as ccq-eval's own runs identify it; anything else by lm-eval's model name and sha."""
+    from ccq_eval.models.loading import ModelLoadError, weight_files, weights_sha256
+
+    args = config.get("model_args") or {}
+    if isinstance(args, str):  # older lm-eval versions store the --model_args string
+        args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    spec = str(args.get("pretrained") or config.get("model_name") or config.get("model") or "")
+    folder = Path(spec) if spec else None
+    if folder is not None and folder.is_dir() and (folder / "config.json").is_file():
+        try:  # the files, in the order, that a ccq-eval run of this folder hashes (shards by their index)
+            weights = weight_files(folder, allow_pickle=False)
+        except ModelLoadError:
+            weights = []
+        if weights:
+            return spec, weights_sha256(weights), json.loads((folder / "config.json").read_text())
+    revision = config.get("model_sha") or args.get("revision") or config.get("model_revision") or "unknown"
+    return spec, f"{SOURCE}: {spec}@{revision}", {"lm_eval_model": config.get("model"), "model_args": args}
+
+
+def _started(data: dict) -> str:
+    stamp = data.get("date")
+    if isinstance(stamp, (int, float)):
+        return datetime.fromtimestamp(float(stamp), timezone.utc).isoformat()
+    return datetime.now(timezone.utc).isoformat()
+
+
+@dataclass
+class Results:
+    """A checked results file and the run it becomes."""
+
+    path: Path
+    data: dict
+    run: dict  # the run record: label, model spec, weights identity, lm-eval's provenance
+
+    @property
+    def label(self) -> str:
+        return self.run["label"]
+
+    @property
+    def tasks(self) -> list[str]:
+        """The tasks it reports, groups left out (their subtasks are reported one by one)."""
+        groups = set(self.data.get("group_subtasks") or {})
+        return [task for task in self.data["results"] if task not in groups]
+
+    def numbers(self, task: str) -> dict:
+        return self.data["results"][task]
+
+    def finite(self, task: str, key: str) -> float | None:
+        """``results[task][key]`` as a float (None when absent or "N/A"); anything else is a damaged file."""
+        value = self.numbers(task).get(key)
+        if value is None or value == "N/A":
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LmEvalResultsError(f"{self.path}: {task} {key} = {value!r} is not a finite number; the file is "
+                                     "damaged or not lm-eval's")
+        return float(value)
+
+    def n_samples(self, task: str) -> tuple[dict, int | None]:
+        """(lm-eval's n-samples entry, the effective count)."""
+        entry = (self.data.get("n-samples") or {}).get(task, {})
+        return entry, entry.get("effective") if isinstance(entry, dict) else None
+
+    def samples(self, task: str, primary: str) -> list[dict]:
+        """The --log_samples records of ``task`` beside the results file (same date suffix), as sample rows."""
+        found = self.path.parent / f"samples_{task}_{self.path.stem.removeprefix('results_')}.jsonl"
+        if not found.is_file():
+            return []
+        rows = []
+        for number, line in enumerate(found.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise LmEvalResultsError(f"{found}: line {number} is not JSON; the samples file is damaged") from None
+            score = record.get(primary)
+            rows.append({"idx": int(record.get("doc_id", number - 1)), "prompt_sha256": record.get("prompt_hash"),
+                         "target": None if record.get("target") is None else str(record["target"]),
+                         "prediction": json.dumps(record.get("filtered_resps"))[:2000],
+                         "score": float(score) if isinstance(score, (int, float)) else None,
+                         "fields": {k: record[k] for k in ("doc_hash", "target_hash", *record.get("metrics", []))
+                                    if k in record}})
+        return rows
+
+
+def read_document(path: Path, label: str | None = None) -> Results:
+    """The file checked, and the run record it gives (``label``: default the checkpoint folder's name)."""
+    data = load_json(path)
+    config = data["config"]
+    spec, weights, model_config = model_identity(config)
+    if not spec:
+        raise LmEvalResultsError(f"{path}: config names no model (model_args.pretrained / model_name)")
+    versions = {"lm_eval": data.get("lm_eval_version"), "transformers": data.get("transformers_version"),
+                "task_versions": data.get("versions", {}), "source": SOURCE, "lm_eval_model": config.get("model"),
+                "model_args": config.get("model_args"), "results_file": path.name}
+    batch = str(config.get("batch_size", ""))
+    run = {"label": label or Path(spec.rstrip("/")).name, "model_spec": spec, "weights_sha256": weights,
+           "model_config": model_config, "ccq_overrides": {},
+           "dtype": str(config.get("model_dtype") or "").replace("torch.", "") or "unknown",
+           "device": str(config.get("device") or "unknown"), "batch_size": int(batch) if batch.isdigit() else 0,
+           "seeds": {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")},
+           "command_line": f"lm-eval ({path.name})", "versions": versions, "git_sha": data.get("git_hash"),
+           "started": _started(data)}
+    return Results(path, data, run)

@@ -1,0 +1,146 @@
+"""Opening a store file: refusing what would save results nowhere, the schema check, the WAL journal and a
+busy timeout (several processes write one store), transactions, and reads that turn a damaged file into
+one line."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from ccq_eval.store.errors import StoreError
+from ccq_eval.store.schema import create_or_check, ensure_one_complete_per_key
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+def _in_memory_uri(path: str) -> bool:
+    """A ``file:`` URI that SQLite keeps in memory (``mode=memory``, an empty or ``:memory:`` name)."""
+    if not path.startswith("file:"):
+        return False
+    parts = urlsplit(path)
+    name = parts.path or parts.netloc
+    return "memory" in parse_qs(parts.query).get("mode", []) or name in ("", ":memory:")
+
+
+class Connection:
+    """``Connection(path)`` opens (creating if needed) a store; ``path`` may be a ``file:...`` SQLite URI."""
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        self.path = str(path)
+        self.readonly = readonly
+        if not self.path.strip() or self.path.strip() in (":memory:", "file::memory:") or _in_memory_uri(self.path):
+            # SQLite would open a temporary database: every result would be saved nowhere
+            raise StoreError(f"store {self.path!r}: not a file; pass --store PATH (default results/ccq.db)")
+        uri = self.path.startswith("file:")
+        if not uri:
+            self._check_file(Path(self.path))
+        target = self.path if uri else (f"file:{self.path}?mode=ro" if readonly else self.path)
+        try:
+            self.db = sqlite3.connect(target, uri=uri or readonly, timeout=BUSY_TIMEOUT_MS / 1000,
+                                      isolation_level=None)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            create_or_check(self)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
+                             "another --store") from exc
+        if not readonly:
+            self._check_writable()
+            ensure_one_complete_per_key(self)
+
+    def _check_file(self, file: Path) -> None:
+        if self.readonly and not file.exists():
+            raise StoreError(f"store {self.path!r}: no such file; run a suite first or pass --store")
+        if not self.readonly:
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"store {self.path!r}: cannot create its folder ({exc.strerror}); pass a writable "
+                                 "--store") from exc
+
+    def _check_writable(self) -> None:
+        try:
+            self._use_wal()
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE runs SET status = status WHERE 0")
+            self.db.execute("ROLLBACK")
+        except (sqlite3.OperationalError, OSError) as exc:
+            raise StoreError(f"store {self.path!r}: cannot write ({exc}); pass a writable --store") from exc
+
+    def _use_wal(self) -> None:
+        """Switch to the WAL journal (readers never block the writer). Another process may hold the
+        store at that moment (several writers start together): retry while it is busy."""
+        for _ in range(200):
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                time.sleep(0.05)
+        raise sqlite3.OperationalError("database is locked (could not switch to the WAL journal)")
+
+    def check_integrity(self) -> None:
+        """Every page readable (``PRAGMA quick_check``): a source is read whole before anything is merged from it."""
+        try:
+            result = [r[0] for r in self.db.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from exc
+        if result != ["ok"]:
+            raise StoreError(f"store {self.path!r}: damaged ({result[0][:120]}); restore it from a copy")
+
+    def transaction(self):
+        return Transaction(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _unreadable(self, exc: Exception) -> StoreError:
+        cause = str(exc).splitlines()[0].rsplit("': ", 1)[-1] if str(exc) else exc.__class__.__name__  # pandas quotes the SQL
+        return StoreError(f"store {self.path!r}: cannot be read ({cause}); restore it from a copy, or rerun into "
+                          "another --store")
+
+    def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        """Rows of one statement (the store's own modules and the tests; everything else reads through the
+        named reads in reads.py)."""
+        try:
+            with closing(self.db.cursor()) as cursor:
+                cursor.row_factory = sqlite3.Row
+                return cursor.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:  # a corrupted page, a file cut short
+            raise self._unreadable(exc) from exc
+
+    def frame(self, sql: str, params: tuple = ()):
+        import pandas as pd
+
+        try:
+            return pd.read_sql_query(sql, self.db, params=params)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise self._unreadable(exc) from exc
+
+
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (a killed process rolls back by itself)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.owner = True
+        else:
+            self.owner = False
+        return self.db
+
+    def __exit__(self, kind, value, traceback):
+        if not self.owner:
+            return False
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:  # SQLite may have rolled back already (a full disk does)
+            self.db.execute("ROLLBACK")
+        return False

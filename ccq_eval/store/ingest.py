@@ -1,0 +1,49 @@
+"""Merging another store into this one (shards, other machines): ids already here are skipped, one complete
+result per unit key is kept, and rows that fail checks.py are refused with the reason."""
+
+from __future__ import annotations
+
+from ccq_eval.store.checks import untrusted_run, untrusted_unit
+from ccq_eval.store.writes import Writes, writes
+
+
+class Ingest(Writes):
+    """The merge half of Store (a Connection)."""
+
+    @writes
+    def ingest(self, other) -> tuple[int, int, int, list[str]]:
+        """Copy other's runs and their units, metrics and samples: (runs added, units added, complete units
+        skipped because this store already holds a result for their key, refusals). Ingesting twice adds nothing."""
+        added_runs = added_units = already_complete = 0
+        refused = []
+        with self.transaction():
+            for run in map(dict, other.query("SELECT * FROM runs")):
+                if (why := untrusted_run(run)) is not None:
+                    refused.append(f"run {run['id']} {why}")
+                    continue
+                if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
+                    self._insert("runs", run)
+                    added_runs += 1
+                for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],))):
+                    outcome = self._merge_unit(other, unit)
+                    if outcome == "complete elsewhere":
+                        already_complete += 1  # one complete result per unit key: the one here is kept
+                    elif outcome == "added":
+                        added_units += 1
+                    elif outcome is not None:
+                        refused.append(f"unit {unit['id']} ({unit['task']}@{unit['context_length']}) {outcome}")
+        return added_runs, added_units, already_complete, refused
+
+    def _merge_unit(self, other, unit: dict) -> str | None:
+        """'added', 'complete elsewhere', a refusal's reason, or None (this very unit is here already)."""
+        if self.db.execute("SELECT 1 FROM units WHERE id = ?", (unit["id"],)).fetchone():
+            return None
+        if unit["status"] == "complete" and self._complete_for_key(unit["unit_key"]):
+            return "complete elsewhere"
+        if (why := untrusted_unit(other, unit)) is not None:
+            return why
+        self._insert("units", unit)
+        for table in ("metrics", "samples"):
+            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ?", (unit["id"],)):
+                self._insert(table, dict(row))
+        return "added"

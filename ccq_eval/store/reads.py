@@ -1,0 +1,102 @@
+"""The named reads: everything outside the store reads results through these (typed rows, or tidy frames
+for the report), so no other module writes SQL."""
+
+from __future__ import annotations
+
+from ccq_eval.store.rows import MetricRow, RunBundle, RunRow, SampleRow, UnitBundle, UnitRow
+from ccq_eval.store.schema import schema_columns
+
+_RUNS_WITH_COUNTS = ("SELECT r.*, COUNT(u.id) AS units, COALESCE(SUM(u.status = 'complete'), 0) AS complete_units "
+                     "FROM runs r LEFT JOIN units u ON u.run_id = r.id")
+
+
+def _in(values) -> str:
+    return f"({', '.join('?' * len(values))})"
+
+
+class Reads:
+    """The read half of Store (a Connection)."""
+
+    def runs(self) -> list[RunRow]:
+        """Every run, oldest first, with how many units it stored and how many of them are complete."""
+        return [RunRow.of(r) for r in self.query(f"{_RUNS_WITH_COUNTS} GROUP BY r.id ORDER BY r.started, r.id")]
+
+    def run(self, run_id: str) -> RunRow | None:
+        rows = self.query(f"{_RUNS_WITH_COUNTS} WHERE r.id = ? GROUP BY r.id", (run_id,))
+        return RunRow.of(rows[0]) if rows else None
+
+    def labels(self) -> list[str]:
+        """Every run's label, sorted."""
+        return sorted(r[0] for r in self.query("SELECT DISTINCT label FROM runs"))
+
+    def units(self, run_id: str | None = None, status: str | None = None) -> list[UnitRow]:
+        """Units in the order they were stored, of one run and / or one status."""
+        where = [(c, v) for c, v in (("run_id", run_id), ("status", status)) if v is not None]
+        clause = " WHERE " + " AND ".join(f"{c} = ?" for c, _ in where) if where else ""
+        return [UnitRow.of(r) for r in self.query(f"SELECT * FROM units{clause} ORDER BY rowid",
+                                                  tuple(v for _, v in where))]
+
+    def metrics(self, unit_id: str | None = None, tasks: tuple[str, ...] | None = None,
+                primary_only: bool = False) -> list[MetricRow]:
+        """Metric rows of one unit, or of every unit, narrowed to some tasks and / or the primary metric."""
+        where, params = [], []
+        if unit_id is not None:
+            where.append("unit_id = ?")
+            params.append(unit_id)
+        if tasks is not None:
+            where.append(f"task IN {_in(tasks)}")
+            params += list(tasks)
+        if primary_only:
+            where.append("is_primary = 1")
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        return [MetricRow.of(r) for r in self.query(f"SELECT * FROM metrics{clause} ORDER BY rowid", tuple(params))]
+
+    def samples(self, unit_id: str) -> list[SampleRow]:
+        return [SampleRow.of(r) for r in self.query("SELECT * FROM samples WHERE unit_id = ? ORDER BY idx", (unit_id,))]
+
+    def run_bundle(self, run_id: str, status: str | None = "complete") -> RunBundle | None:
+        """A run with its units (of ``status``; None: all), their metrics and samples; None for an unknown run."""
+        run = self.run(run_id)
+        if run is None:
+            return None
+        return RunBundle(run, [UnitBundle(u, self.metrics(u.id), self.samples(u.id))
+                               for u in self.units(run_id, status)])
+
+    def complete_unit_keys(self) -> set[str]:
+        """The keys of the complete units (one result each)."""
+        return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+
+    def units_of_run(self, run_id: str) -> list[tuple[str, int, str]]:
+        """(task, context length, status) of each unit a run stored, in the order it stored them."""
+        return [(u.task, u.context_length, u.status) for u in self.units(run_id)]
+
+    def labels_of_keys(self, keys: list[str]) -> list[str]:
+        """The labels of the runs that hold complete units with these keys."""
+        labels: set[str] = set()
+        for start in range(0, len(keys), 500):  # SQLite bounds the number of parameters
+            chunk = keys[start:start + 500]
+            labels |= {r[0] for r in self.query(
+                "SELECT DISTINCT r.label FROM units u JOIN runs r ON r.id = u.run_id WHERE u.status = 'complete' "
+                f"AND u.unit_key IN {_in(chunk)}", tuple(chunk))}
+        return sorted(labels)
+
+    # --- frames for the report --------------------------------------------------------------------
+
+    def metrics_frame(self):
+        """Every metric row of a complete unit, with its unit's id, finish time and settings (JSON text)."""
+        return self.frame(
+            "SELECT m.label, m.model, m.suite, m.task, m.context_length, m.metric, m.value, m.stderr, m.n, "
+            "m.higher_is_better, m.is_primary, u.id AS unit_id, u.finished, u.settings "
+            "FROM metrics m JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete'")
+
+    def samples_frame(self, suite: str, columns: tuple[str, ...]):
+        """Per-sample ``columns`` (of the samples table) of one suite's complete units, with the run's label, the
+        unit's task, length, settings, finish time and id."""
+        unknown = [c for c in columns if c not in schema_columns()["samples"]]
+        if unknown:
+            raise ValueError(f"samples have no column {unknown[0]!r}; columns: {', '.join(schema_columns()['samples'])}")
+        picked = ", ".join(f"s.{c}" for c in columns)
+        return self.frame(
+            f"SELECT r.label, u.task, u.context_length, u.settings, u.finished, u.id AS unit_id, {picked} "
+            "FROM samples s JOIN units u ON u.id = s.unit_id JOIN runs r ON r.id = u.run_id "
+            "WHERE u.status = 'complete' AND u.suite = ?", (suite,))
