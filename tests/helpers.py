@@ -103,3 +103,20 @@ def wait_for_units(store: Path, proc, count: int, timeout: float = 300) -> None:
         time.sleep(0.05)
     assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before {count} units were seen ({seen})"
     raise AssertionError(f"{count} units not written within {timeout:.0f} s ({seen} seen)")
+
+
+def oracle_request(store, **kw):
+    """A small S-NIAH request for the oracle stand-in (tests.oracle.oracle_loader) on ``store``."""
+    from ccq_eval.run import RunRequest
+
+    return RunRequest(model="oracle", suite="sniah", lengths=kw.pop("lengths", "1k"), samples=kw.pop("samples", 3),
+                      store=str(store), **kw)
+
+
+def unit_rows(store) -> list[tuple]:
+    """(unit key, status, samples) of each unit in a store, read directly."""
+    import sqlite3
+
+    return sqlite3.connect(store).execute(
+        "SELECT u.unit_key, u.status, COUNT(s.idx) FROM units u LEFT JOIN samples s ON s.unit_id = u.id "
+        "GROUP BY u.id").fetchall()

@@ -26,7 +26,7 @@ from floors import floors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS_ON_FLOORS = ["tests/models/test_models.py", "tests/models/test_loading.py", "tests/data/test_hub_fetch.py",
-                   "tests/report", "tests/suites/sniah", "tests/suites/lm", "tests/run/test_old_store.py",
+                   "tests/report", "tests/suites/sniah", "tests/suites/lm", "tests/store/test_old_store.py",
                    "tests/suites/test_lm_eval_cli.py"]
 
 

@@ -1,0 +1,89 @@
+"""The CLI as a package: one module per command, each registered once with its parser and handler; the
+lists its help shows come from the registries (a suite added there reaches `run`, `tables` and `curves`
+help with no edit in cli/); `runs` reads the store through its named reads."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ccq_eval import cli
+from ccq_eval.cli import COMMANDS, build_parser, main
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def help_of(command: str) -> str:
+    return " ".join(subparsers()[command].format_help().split())
+
+
+def test_every_command_is_one_module_with_its_parser_and_handler():
+    assert list(subparsers()) == list(COMMANDS)
+    assert {m.__name__.rsplit(".", 1)[-1] for m in COMMANDS.values()} == {
+        "run", "runs", "tables", "curves", "data", "ingest", "export", "env", "zoo", "lm_eval", "include_path"}
+    for name, module in COMMANDS.items():
+        assert module.NAME == name and callable(module.add)
+        assert callable(getattr(module, "handle", None) or getattr(module, "handle_raw", None)), name
+
+
+def test_the_help_lists_come_from_the_registries(monkeypatch):
+    from ccq_eval.suites import SUITES
+    from tests.oracle import scripted_suite
+
+    plain = scripted_suite("toy", ("toy_a",), (8, 16))
+    toy = type(plain)(**{**plain.__dict__, "table_builders": {"toy-table": "t"}, "figure_drawers": {"toy-fig": "f"},
+                         "length_means": "toy tokens", "samples_mean": "toys"})
+    monkeypatch.setitem(SUITES, "toy", toy)
+    assert "toy-table," in help_of("tables") and "toy-fig (default" in help_of("curves")
+    run_help = help_of("run")
+    assert "toy: toy tokens (default 8,16)" in run_help and "toy: toys (default 1)" in run_help
+    assert "sniah: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)" in run_help
+    monkeypatch.delitem(SUITES, "toy")
+    assert "toy-table" not in help_of("tables") and "toy-fig" not in help_of("curves")
+
+
+def test_runs_lists_each_run_with_its_unit_counts(tokenizer_dir, tmp_path, capsys):
+    from ccq_eval.run import RunRequest, run_suite
+    from ccq_eval.store import Store
+    from tests.oracle import oracle_loader
+
+    store = tmp_path / "s.db"
+    for label, tasks in (("first", "1"), ("second", "2,3")):
+        request = RunRequest(model="oracle", suite="sniah", tasks=tasks, lengths="1k", samples=2, store=str(store),
+                             label=label)
+        assert run_suite(request, oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ids = [r.id for r in Store(store, readonly=True).runs()]
+    assert lines[0].split() == ["id", "label", "started", "status", "units"]
+    assert [line.split()[0] for line in lines[1:]] == ids
+    assert [line.split()[1] for line in lines[1:]] == ["first", "second"]
+    assert [line.split()[-1] for line in lines[1:]] == ["1/1", "2/2"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["frobnicate"], "unknown command 'frobnicate'; commands: run, runs, tables"),
+    (["tables", "--table", "nope", "--store", "x.db"], "--table 'nope': unknown; available: lm, sniah"),
+    (["curves", "--figure", "nope"], "--figure 'nope': unknown; available: sniah-depth, longppl, efficiency"),
+])
+def test_a_mistake_is_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_importing_the_cli_package_imports_every_command_and_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, ccq_eval.cli; ccq_eval.cli.build_parser(); "
+            "print(sorted(m for m in ('torch', 'fla', 'transformers', 'lm_eval', 'pandas', 'matplotlib') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]" and len(cli.COMMANDS) == 11

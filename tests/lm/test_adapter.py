@@ -1,0 +1,91 @@
+"""The generic lm-eval adapter on its own (no suite): prompt keys without padding, the per-row stop predicate,
+the budget and decoding hooks held for one block only, the refusal to truncate, ``eos_strings``, and the
+answer NLLs scored from the decoding prefill against lm-eval's loglikelihood, their reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from ccq_eval.lm.adapter import ModelAdapter
+from ccq_eval.lm.decoding import DecodingHooks, PredicateStop, prompt_rows
+from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong
+from ccq_eval.models import load_model
+from tests.helpers import byte_tokenizer
+
+
+@pytest.fixture(scope="module")
+def lm():
+    model, tokenizer, _ = load_model("zoo:gla-tiny", device="cpu")
+    return CCQEvalLM(model, tokenizer, max_length=256, batch_size=2)
+
+
+def generate(lm, prompts, tokens=8):
+    gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": tokens, "until": []}
+    return lm.generate_until([Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)])
+
+
+def test_prompt_rows_drop_each_rows_left_padding():
+    context = torch.tensor([[0, 0, 5, 6], [7, 8, 9, 10]])
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    assert prompt_rows(context, mask) == [(5, 6), (7, 8, 9, 10)]
+    assert prompt_rows(context, None) == [(0, 0, 5, 6), (7, 8, 9, 10)]
+
+
+def test_a_predicate_stops_its_row_once_it_holds_and_counts_the_steps():
+    tokenizer = byte_tokenizer()
+    hooks = DecodingHooks()
+    prompt = tokenizer("ab", add_special_tokens=False)["input_ids"]
+    stop = PredicateStop(tokenizer, len(prompt), [lambda text: "42" in text, None], hooks)
+    rows = lambda text: torch.tensor([prompt + tokenizer(text, add_special_tokens=False)["input_ids"]] * 2)  # noqa: E731
+    assert stop(rows("4"), None).tolist() == [False, False]
+    assert stop(rows("42"), None).tolist() == [True, False]  # the row without a predicate never stops
+    assert stop(rows("421"), None).tolist() == [True, False]  # a stopped row stays stopped, not asked again
+    assert hooks.decode_steps == 2
+
+
+def test_the_real_adapter_implements_the_interface(lm):
+    assert isinstance(lm, ModelAdapter) and lm.scores_text and (lm.rank, lm.world_size) == (0, 1)
+    assert lm.prompt_key("abc") == tuple(lm.tok_batch_encode(["abc"])[0][0].tolist())
+
+
+def test_budget_and_hooks_hold_for_their_block_only(lm):
+    with pytest.raises(RuntimeError):
+        with lm.budget(64):
+            assert lm.max_length == 64
+            raise RuntimeError
+    assert lm.max_length == 256
+    hooks = DecodingHooks()
+    with lm.decoding(hooks):
+        assert lm._hooks is hooks
+    assert lm._hooks is None
+
+
+def test_a_prompt_past_the_budget_is_refused_not_cut(lm):
+    with lm.budget(64), pytest.raises(PromptTooLong, match="would be truncated"):
+        generate(lm, ["x" * 200])
+    with lm.budget(64), pytest.raises(PromptTooLong, match="exceeds max_length 64"):
+        lm.loglikelihood([Instance("loglikelihood", {}, ("y" * 60, " z" * 10), 0)])
+
+
+def test_eos_strings_end_generation_at_their_last_token(lm):
+    kwargs = lm._eos_strings({"eos_strings": ["\n"], "max_new_tokens": 4})
+    newline = lm.tokenizer.encode("\n", add_special_tokens=False)[-1]
+    assert newline in kwargs["eos_token_id"] and kwargs["min_new_tokens"] == 1 and "eos_strings" not in kwargs
+    assert lm._eos_strings({"max_new_tokens": 4}) == {"max_new_tokens": 4}
+
+
+def test_continuation_nlls_from_the_prefill_equal_loglikelihood(lm):
+    prompts = ["The special magic number for quiet-river is 4417. The number is", "Some other words, then"]
+    answers = [" 4417.", " words."]
+    hooks = DecodingHooks(score_continuations={
+        lm.prompt_key(p): lm.tokenizer(a, add_special_tokens=False)["input_ids"] for p, a in zip(prompts, answers)})
+    with lm.decoding(hooks):
+        fused = generate(lm, prompts)
+    assert fused == generate(lm, prompts)  # scoring from the prefill changes no generated token
+    reference = lm.loglikelihood([Instance("loglikelihood", {}, (p, a), i)
+                                  for i, (p, a) in enumerate(zip(prompts, answers))])
+    for p, a, (logprob, _) in zip(prompts, answers, reference):
+        tokens = len(lm.tokenizer(a, add_special_tokens=False)["input_ids"])
+        assert hooks.continuation_nlls[lm.prompt_key(p)] == pytest.approx(-logprob / tokens, rel=1e-4, abs=1e-5)

@@ -1,0 +1,137 @@
+"""One complete result per unit key, whoever writes: several runs at once on one store (the same label or
+others, sharded or not), a second write of a key, --force, ingest of the same units from two machines and of
+shards; and the schema a store must have."""
+
+import multiprocessing
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from ccq_eval.cli import main
+from ccq_eval.run import run_suite
+from ccq_eval.store import Store, StoreError
+from tests.helpers import oracle_request as request, unit_rows
+from tests.oracle import oracle_loader
+
+
+def test_schema_versions(tmp_path):
+    newer = tmp_path / "newer.db"
+    Store(newer).close()
+    sqlite3.connect(newer).execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match="schema version 99 is newer than this ccq-eval's"):
+        Store(newer)
+    foreign = tmp_path / "foreign.db"
+    sqlite3.connect(foreign).execute("CREATE TABLE people (name TEXT)")
+    with pytest.raises(StoreError, match="not a ccq-eval store"):
+        Store(foreign)
+
+
+def _writer(args):
+    """One run of the oracle on a shared store; with ``ready`` set, every writer waits for all of them to have
+    loaded their model before any reads the store, so all start with nothing complete (the worst race)."""
+    store, tokenizer_dir, label, shard, cache, ready, writers = args
+    os.environ["CCQ_EVAL_CACHE"] = cache
+    from ccq_eval.run import RunRequest, run_suite
+    from tests.oracle import oracle_loader
+
+    def load(request, max_length):
+        evaluand = oracle_loader(Path(tokenizer_dir))(request, max_length)
+        if ready:
+            (Path(ready) / str(os.getpid())).touch()
+            deadline = time.time() + 120
+            while len(list(Path(ready).iterdir())) < writers and time.time() < deadline:
+                time.sleep(0.01)
+        return evaluand
+
+    req = RunRequest(model="oracle", suite="sniah", lengths="1k,2k", samples=4, store=store, label=label, shard=shard)
+    return run_suite(req, load, out=lambda *_: None)
+
+
+def one_result_per_unit_key(store) -> None:
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units WHERE status = 'complete'").fetchone() == (6, 6)
+    assert db.execute("SELECT COUNT(*) FROM units WHERE status != 'complete'").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6 * 4
+    assert db.execute("SELECT COUNT(*), MIN(value) FROM metrics WHERE metric = 'score'").fetchone() == (6, 100.0)
+
+
+@pytest.mark.parametrize("writers", [2, 4])
+def test_identical_runs_started_together_store_one_result_per_unit_key(tokenizer_dir, tmp_path, writers):
+    store, ready = str(tmp_path / "shared.db"), tmp_path / "ready"
+    ready.mkdir()
+    jobs = [(store, str(tokenizer_dir), "o", None, str(tmp_path / "cache"), str(ready), writers)] * writers
+    with multiprocessing.get_context("spawn").Pool(writers) as pool:
+        assert pool.map(_writer, jobs) == [0] * writers
+    one_result_per_unit_key(store)
+
+
+def test_writers_under_other_labels_and_shards_lose_and_duplicate_nothing(tokenizer_dir, tmp_path):
+    """A label names a model in tables, it is not part of a unit's identity: four runs of one model under
+    three labels (one sharded in two) leave each unit once, complete."""
+    store = str(tmp_path / "shared.db")
+    jobs = [(store, str(tokenizer_dir), label, shard, str(tmp_path / "cache"), None, 0)
+            for label, shard in (("A", None), ("B", None), ("C", "0/2"), ("C", "1/2"))]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        assert pool.map(_writer, jobs) == [0, 0, 0, 0]
+    one_result_per_unit_key(store)
+
+
+def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_first(tokenizer_dir, tmp_path, capsys):
+    store_path = tmp_path / "s.db"
+    assert run_suite(request(store_path, tasks="1"), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    store = Store(store_path)
+    (unit,) = [dict(r) for r in store.query("SELECT * FROM units")]
+    (first_score,) = [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")]
+    metric = {"label": "x", "model": "m", "metric": "score", "value": 0.0, "is_primary": True}
+    second = {**unit, "id": None, "settings": {}}
+    assert store.write_unit(second, [metric], []) is None  # another writer got there first: nothing written
+    assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [first_score]
+    replaced = store.write_unit(second, [metric], [], replace=True)
+    assert [tuple(r) for r in store.query("SELECT id, status FROM units")] == [(replaced, "complete")]
+    assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [0.0]
+    assert store.query("SELECT COUNT(*) FROM samples WHERE unit_id = ?", (unit["id"],))[0][0] == 0  # cascaded
+    with pytest.raises(sqlite3.IntegrityError):  # the index says so too, whatever the code path
+        store.db.execute("INSERT INTO units SELECT 'other', run_id, suite, task, context_length, unit_key, status, "
+                         "reason, started, finished, dataset_fingerprint, settings FROM units")
+
+
+def test_ingest_keeps_one_result_per_unit_key(tokenizer_dir, tmp_path, capsys):
+    a, b, merged = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "m.db"
+    for store in (a, b):  # the same units, computed twice on two machines
+        assert run_suite(request(store), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    assert main(["ingest", str(a), str(b), "--store", str(merged)]) == 0
+    out = capsys.readouterr().out
+    assert "b.db: 1 runs, 0 units added; 3 complete units skipped (a result for their unit key is already here)" in out
+    assert sqlite3.connect(merged).execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units").fetchone() == (3, 3)
+
+
+def test_shards_partition_the_units_and_ingest_merges_them(tokenizer_dir, tmp_path, capsys):
+    whole, parts = tmp_path / "whole.db", [tmp_path / f"part{i}.db" for i in range(3)]
+    assert run_suite(request(whole, lengths="1k,2k"), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    for i, part in enumerate(parts):
+        assert run_suite(request(part, lengths="1k,2k", shard=f"{i}/3"), oracle_loader(tokenizer_dir),
+                         out=lambda *_: None) == 0
+    keys = [set(k for k, *_ in unit_rows(p)) for p in parts]
+    assert all(keys) and not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
+    assert set().union(*keys) == {k for k, *_ in unit_rows(whole)}
+    merged = tmp_path / "merged.db"
+    assert main(["ingest", *map(str, parts), "--store", str(merged)]) == 0
+    assert main(["ingest", *map(str, parts), "--store", str(merged)]) == 0  # idempotent
+    assert sorted(unit_rows(merged)) == sorted(r for p in parts for r in unit_rows(p))
+    scores = "SELECT u.unit_key, m.value FROM metrics m JOIN units u ON u.id = m.unit_id WHERE m.metric = 'score'"
+    assert dict(sqlite3.connect(merged).execute(scores)) == dict(sqlite3.connect(whole).execute(scores))
+    out = capsys.readouterr().out
+    assert "0 runs, 0 units added" in out.splitlines()[-1]
+
+
+def test_ingest_refuses_runs_without_provenance(tokenizer_dir, tmp_path, capsys):
+    source = tmp_path / "src.db"
+    run_suite(request(source), oracle_loader(tokenizer_dir), out=lambda *_: None)
+    sqlite3.connect(source).execute("UPDATE runs SET weights_sha256 = ''").connection.commit()
+    target = tmp_path / "t.db"
+    assert main(["ingest", str(source), "--store", str(target)]) == 1
+    assert "lacks weights_sha256" in capsys.readouterr().out
+    assert sqlite3.connect(target).execute("SELECT COUNT(*) FROM units").fetchone()[0] == 0
