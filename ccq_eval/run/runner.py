@@ -210,46 +210,33 @@ class Runner:
                     yield plan, task_units
 
     def run(self) -> int:
-        done = self.store.complete_unit_keys() if self.store else set()
-        todo = [u for u in self.units if self.request.force or u.unit_key not in done]
-        if self.rank != 0:  # data-parallel helper: evaluates its share of every unit; rank 0 writes
-            for plan, task_units in self._task_groups(todo):
+        """Every planned unit this label does not hold yet: a key another label's run computed is reused (its
+        result stored under this label too, nothing recomputed), the rest evaluated. --force recomputes them all."""
+        force = self.request.force
+        held = self.store.complete_unit_keys(self.label) if self.store else set()
+        computed = self.store.complete_unit_keys() if self.store and not force else set()
+        todo = [u for u in self.units if force or u.unit_key not in held]
+        to_reuse = [u for u in todo if u.unit_key in computed]
+        to_compute = [u for u in todo if u.unit_key not in computed]
+        if self.rank != 0:  # data-parallel helper: evaluates its share of every unit rank 0 computes; rank 0 writes
+            for plan, task_units in self._task_groups(to_compute):
                 for _ in plan.driver.run_units(task_units):
                     pass
             return 0
         if self.request.dry_run:
-            self.out(f"{'task':<20}{'length':>8}  state")
-            for u in self.units:
-                self.out(f"{u.task:<20}{u.context_length:>8}  {'to run' if u in todo else 'done (skipped)'}")
-            self.out(f"{len(todo)} to run, {len(self.units) - len(todo)} already complete in {self.request.store}")
-            return 0
+            return self._dry_run(todo, to_reuse)
         if not todo:
-            self.out(f"all {len(self.units)} units already complete in {self.request.store}{self._stored_under()} "
-                     "(--force reruns them)")
+            self.out(f"all {len(self.units)} units already complete under label {self.label!r} in "
+                     f"{self.request.store} (--force reruns them)")
             return 0
         run_id = self.store.begin_run(self._run_record())
-        results = []
+        results: list = []
         try:
             with interrupts() as received:
-                for plan, task_units in self._task_groups(todo):
-                    task_units = self._still_to_run(task_units)
-                    if not task_units:
-                        continue
-                    started = now()
-                    for unit, outcome in plan.driver.run_units(task_units):
-                        results.append((unit, self._write(run_id, unit, outcome, started)))
-                        received.raise_if_received()  # an interrupt a library swallowed mid-unit
-                        started = now()
+                results += [(unit, self._reuse(run_id, unit, now())) for unit in to_reuse]
+                self._compute(run_id, to_compute, results, received)
         except KeyboardInterrupt as exc:
-            self.store.finish_run(run_id, "interrupted")
-            # read back from the store: an interrupt can land after a unit's commit and before it is counted here
-            stored = self.store.units_of_run(run_id)
-            finished = ", ".join(f"{task}@{length}" + ("" if status == "complete" else f" ({status})")
-                                 for task, length, status in stored) or "none"
-            what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            self.out(f"{what}; finished units: {finished} ({len(stored)} stored in {self.request.store}). "
-                     "Rerun the same command to resume.")
-            return 143 if isinstance(exc, Terminated) else 130
+            return self._interrupted(run_id, exc)
         except StoreWriteError:
             self._finish_if_possible(run_id, "failed")  # the run does not stay 'running'
             raise
@@ -258,24 +245,62 @@ class Runner:
         self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
         return 1 if failed else 0
 
-    def _stored_under(self) -> str:
-        """Where the complete units were stored under other labels: a label names a model in tables, it is not
-        part of a unit's identity, so a rerun under a new label finds the same units done."""
-        others = sorted(set(self.store.labels_of_keys([u.unit_key for u in self.units])) - {self.label})
-        return f", stored under label {', '.join(map(repr, others))} (a label is not part of a unit's identity)" \
-            if others else ""
+    def _compute(self, run_id: str, units: list[Unit], results: list, received) -> None:
+        for plan, task_units in self._task_groups(units):
+            task_units = self._still_to_run(run_id, task_units, results)
+            if not task_units:
+                continue
+            started = now()
+            for unit, outcome in plan.driver.run_units(task_units):
+                results.append((unit, self._write(run_id, unit, outcome, started)))
+                received.raise_if_received()  # an interrupt a library swallowed mid-unit
+                started = now()
 
-    def _still_to_run(self, units: list[Unit]) -> list[Unit]:
-        """Units that no other process completed while this run worked on earlier ones (a store shared by
-        identical runs started together); --force runs them all, and so does a data-parallel run (its other ranks
-        evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
+    def _dry_run(self, todo: list[Unit], to_reuse: list[Unit]) -> int:
+        self.out(f"{'task':<20}{'length':>8}  state")
+        for u in self.units:
+            state = ("reuse (computed under another label)" if u in to_reuse else "to run") if u in todo \
+                else "done (skipped)"
+            self.out(f"{u.task:<20}{u.context_length:>8}  {state}")
+        self.out(f"{len(todo) - len(to_reuse)} to run, {len(self.units) - len(todo)} already complete in "
+                 f"{self.request.store}" + (f"; {len(to_reuse)} to reuse (computed under another label)"
+                                            if to_reuse else ""))
+        return 0
+
+    def _interrupted(self, run_id: str, exc: KeyboardInterrupt) -> int:
+        self.store.finish_run(run_id, "interrupted")
+        # read back from the store: an interrupt can land after a unit's commit and before it is counted here
+        stored = self.store.units_of_run(run_id)
+        finished = ", ".join(f"{task}@{length}" + ("" if status == "complete" else f" ({status})")
+                             for task, length, status in stored) or "none"
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        self.out(f"{what}; finished units: {finished} ({len(stored)} stored in {self.request.store}). "
+                 "Rerun the same command to resume.")
+        return 143 if isinstance(exc, Terminated) else 130
+
+    def _unit_record(self, run_id: str, unit: Unit, started: str) -> dict:
+        return {"run_id": run_id, "suite": unit.suite, "task": unit.task, "context_length": unit.context_length,
+                "unit_key": unit.unit_key, "started": started, "settings": unit.settings}
+
+    def _reuse(self, run_id: str, unit: Unit, started: str) -> dict:
+        """This label's unit holding the result another run computed for the key."""
+        written = self.store.reuse_unit({**self._unit_record(run_id, unit, started), "status": "complete"})
+        score = self.store.primary_value(written.reused_from) if written.reused_from else None
+        return {"status": "complete", "unit_id": written.unit_id, "score": score,
+                "note": f"reused: computed by run {self.store.run_of_unit(written.reused_from)}"}
+
+    def _still_to_run(self, run_id: str, units: list[Unit], results: list) -> list[Unit]:
+        """Units that no other process computed while this run worked on earlier ones (a store shared by runs
+        started together): those it did are reused. --force runs them all, and so does a data-parallel run (its
+        other ranks evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
         if self.request.force or self.evaluand.lm.world_size > 1:
             return units
         done = self.store.complete_unit_keys()
         for unit in units:
             if unit.unit_key in done:
-                self.out(f"{unit.task}@{unit.context_length}: completed meanwhile by another run in "
-                         f"{self.request.store}; skipped")
+                self.out(f"{unit.task}@{unit.context_length}: computed meanwhile by another run in "
+                         f"{self.request.store}; its result is reused")
+                results.append((unit, self._reuse(run_id, unit, now())))
         return [u for u in units if u.unit_key not in done]
 
     def _run_record(self) -> dict:
@@ -302,8 +327,7 @@ class Runner:
     def _write(self, run_id: str, unit: Unit, outcome: UnitOutcome, started: str) -> dict:
         if outcome.status == "complete" and (reason := untrusted_number(outcome)):
             outcome = UnitOutcome(status="failed", reason=reason)
-        record = {"run_id": run_id, "suite": unit.suite, "task": unit.task, "context_length": unit.context_length,
-                  "unit_key": unit.unit_key, "started": started, "status": outcome.status, "reason": outcome.reason,
+        record = {**self._unit_record(run_id, unit, started), "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
         if outcome.status != "complete":
             self.store.write_unit(record, [], [])
@@ -313,12 +337,13 @@ class Runner:
         metrics = [metric_row(self.label, self.request.model, m.name, m.value, stderr=m.stderr, n=m.n,
                               higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
         samples = [dataclasses.asdict(s) for s in outcome.samples]
-        unit_id = self.store.write_unit(record, metrics, samples, replace=self.request.force)
+        written = self.store.write_unit(record, metrics, samples, replace=self.request.force)
         primary = next(m for m in outcome.metrics if m.is_primary)
-        if unit_id is None:  # another process stored this unit key first: the store keeps that one result
-            return {"status": "complete", "unit_id": None, "score": primary.value,
-                    "note": "another run stored this unit first; its result is kept"}
-        return {"status": "complete", "unit_id": unit_id, "score": primary.value,
+        if written.reused_from is not None:  # another process computed this key first: the store keeps that result
+            kept = "its result is reused under this label" if written.unit_id else "this label holds it already"
+            return {"status": "complete", "unit_id": written.unit_id, "score": self.store.primary_value(
+                written.reused_from), "note": f"another run computed this unit first; {kept}"}
+        return {"status": "complete", "unit_id": written.unit_id, "score": primary.value,
                 "note": fewer_than_asked(primary.n, unit.settings.get("samples"))}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:

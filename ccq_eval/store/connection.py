@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from ccq_eval.store.errors import StoreError
-from ccq_eval.store.schema import create_or_check, ensure_one_complete_per_key
+from ccq_eval.store.schema import SCHEMA_VERSION, create_or_check, ensure_one_computed_per_key, migrate
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -49,7 +49,9 @@ class Connection:
                              "another --store") from exc
         if not readonly:
             self._check_writable()
-            ensure_one_complete_per_key(self)
+            if (version := self.version) < SCHEMA_VERSION:
+                migrate(self, version)
+            ensure_one_computed_per_key(self)
 
     def _check_file(self, file: Path) -> None:
         if self.readonly and not file.exists():
@@ -91,6 +93,11 @@ class Connection:
             raise self._unreadable(exc) from exc
         if result != ["ok"]:
             raise StoreError(f"store {self.path!r}: damaged ({result[0][:120]}); restore it from a copy")
+
+    @property
+    def version(self) -> int:
+        """The store's schema version (an older one is read as it is, and migrated when opened to write)."""
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
 
     def transaction(self):
         return Transaction(self.db)

@@ -13,7 +13,8 @@ class Ingest(Writes):
     @writes
     def ingest(self, other) -> tuple[int, int, int, list[str]]:
         """Copy other's runs and their units, metrics and samples: (runs added, units added, complete units
-        skipped because this store already holds a result for their key, refusals). Ingesting twice adds nothing."""
+        skipped because their label holds a result for their key here already, refusals). Ingesting twice adds
+        nothing."""
         added_runs = added_units = already_complete = 0
         refused = []
         with self.transaction():
@@ -25,25 +26,30 @@ class Ingest(Writes):
                     self._insert("runs", run)
                     added_runs += 1
                 for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],))):
-                    outcome = self._merge_unit(other, unit)
+                    outcome = self._merge_unit(other, unit, run)
                     if outcome == "complete elsewhere":
-                        already_complete += 1  # one complete result per unit key: the one here is kept
+                        already_complete += 1  # one computed result per unit key: the one here is kept
                     elif outcome == "added":
                         added_units += 1
                     elif outcome is not None:
                         refused.append(f"unit {unit['id']} ({unit['task']}@{unit['context_length']}) {outcome}")
         return added_runs, added_units, already_complete, refused
 
-    def _merge_unit(self, other, unit: dict) -> str | None:
-        """'added', 'complete elsewhere', a refusal's reason, or None (this very unit is here already)."""
+    def _merge_unit(self, other, unit: dict, run: dict) -> str | None:
+        """'added', 'complete elsewhere', a refusal's reason, or None (this very unit is here already). A complete
+        unit whose key this store has computed already becomes a reuse of that result under its run's label (or
+        is skipped, if that label holds the key here)."""
         if self.db.execute("SELECT 1 FROM units WHERE id = ?", (unit["id"],)).fetchone():
             return None
-        if unit["status"] == "complete" and self._complete_for_key(unit["unit_key"]):
-            return "complete elsewhere"
         if (why := untrusted_unit(other, unit)) is not None:
             return why
+        unit = {k: v for k, v in unit.items() if k != "reused_from"}  # what it reuses is decided here
+        if unit["status"] == "complete" and self._computed_for_key(unit["unit_key"]):
+            kept = self._reuse_or_hold(unit, run["label"], run["model_spec"])
+            return "added" if kept.unit_id else "complete elsewhere"
+        source_id = dict(unit)["id"]
         self._insert("units", unit)
         for table in ("metrics", "samples"):
-            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ?", (unit["id"],)):
+            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (source_id,)):
                 self._insert(table, dict(row))
         return "added"

@@ -19,7 +19,7 @@ class Reads:
 
     def runs(self) -> list[RunRow]:
         """Every run, oldest first, with how many units it stored and how many of them are complete."""
-        return [RunRow.of(r) for r in self.query(f"{_RUNS_WITH_COUNTS} GROUP BY r.id ORDER BY r.started, r.id")]
+        return [RunRow.of(r) for r in self.query(f"{_RUNS_WITH_COUNTS} GROUP BY r.id ORDER BY r.started, r.rowid")]
 
     def run(self, run_id: str) -> RunRow | None:
         rows = self.query(f"{_RUNS_WITH_COUNTS} WHERE r.id = ? GROUP BY r.id", (run_id,))
@@ -62,23 +62,25 @@ class Reads:
         return RunBundle(run, [UnitBundle(u, self.metrics(u.id), self.samples(u.id))
                                for u in self.units(run_id, status)])
 
-    def complete_unit_keys(self) -> set[str]:
-        """The keys of the complete units (one result each)."""
-        return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+    def complete_unit_keys(self, label: str | None = None) -> set[str]:
+        """The keys with a complete result (one computed result each); with ``label``: those that label holds."""
+        if label is None:
+            return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+        return {r[0] for r in self.query("SELECT u.unit_key FROM units u JOIN runs r ON r.id = u.run_id "
+                                         "WHERE u.status = 'complete' AND r.label = ?", (label,))}
+
+    def primary_value(self, unit_id: str) -> float | None:
+        """A unit's primary metric."""
+        rows = self.query("SELECT value FROM metrics WHERE unit_id = ? AND is_primary = 1", (unit_id,))
+        return rows[0][0] if rows else None
+
+    def run_of_unit(self, unit_id: str) -> str | None:
+        rows = self.query("SELECT run_id FROM units WHERE id = ?", (unit_id,))
+        return rows[0][0] if rows else None
 
     def units_of_run(self, run_id: str) -> list[tuple[str, int, str]]:
         """(task, context length, status) of each unit a run stored, in the order it stored them."""
         return [(u.task, u.context_length, u.status) for u in self.units(run_id)]
-
-    def labels_of_keys(self, keys: list[str]) -> list[str]:
-        """The labels of the runs that hold complete units with these keys."""
-        labels: set[str] = set()
-        for start in range(0, len(keys), 500):  # SQLite bounds the number of parameters
-            chunk = keys[start:start + 500]
-            labels |= {r[0] for r in self.query(
-                "SELECT DISTINCT r.label FROM units u JOIN runs r ON r.id = u.run_id WHERE u.status = 'complete' "
-                f"AND u.unit_key IN {_in(chunk)}", tuple(chunk))}
-        return sorted(labels)
 
     # --- frames for the report --------------------------------------------------------------------
 

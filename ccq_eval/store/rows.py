@@ -71,6 +71,7 @@ class UnitRow:
     finished: str
     dataset_fingerprint: str | None
     settings: dict | None
+    reused_from: str | None = None  # the unit whose result this is (another label's run computed it)
 
     @classmethod
     def of(cls, row) -> "UnitRow":

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from ccq_eval.store.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE runs (
@@ -22,10 +22,11 @@ CREATE TABLE units (
     id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     suite TEXT NOT NULL, task TEXT NOT NULL, context_length INTEGER NOT NULL, unit_key TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('complete', 'failed')), reason TEXT,
-    started TEXT NOT NULL, finished TEXT NOT NULL, dataset_fingerprint TEXT, settings TEXT NOT NULL
+    started TEXT NOT NULL, finished TEXT NOT NULL, dataset_fingerprint TEXT, settings TEXT NOT NULL,
+    reused_from TEXT
 );
 CREATE INDEX units_by_key ON units (unit_key, status);
-CREATE UNIQUE INDEX units_one_complete_per_key ON units (unit_key) WHERE status = 'complete';
+CREATE UNIQUE INDEX units_one_computed_per_key ON units (unit_key) WHERE status = 'complete' AND reused_from IS NULL;
 CREATE TABLE metrics (
     unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE, run_id TEXT NOT NULL,
     label TEXT NOT NULL, model TEXT NOT NULL, suite TEXT NOT NULL, task TEXT NOT NULL,
@@ -40,15 +41,34 @@ CREATE TABLE samples (
 CREATE INDEX samples_by_unit ON samples (unit_id);
 """
 TABLES = ("runs", "units", "metrics", "samples")
+# version 2 added units.reused_from: a label's unit whose result another label's run computed (the id of that
+# unit); one computed result per unit key, and each label that asked for it holds a unit of its own
+ADDED_IN = {2: {"units": ("reused_from",)}}
 RUN_JSON_COLUMNS = ("model_config", "ccq_overrides", "seeds", "versions")
 
 
-@lru_cache(maxsize=1)
-def schema_columns() -> dict[str, tuple[str, ...]]:
-    """table -> its columns in order, as SCHEMA defines them."""
+@lru_cache(maxsize=None)
+def schema_columns(version: int = SCHEMA_VERSION) -> dict[str, tuple[str, ...]]:
+    """table -> its columns in order, as SCHEMA defines them (at an older ``version``: without what came later)."""
     with closing(sqlite3.connect(":memory:")) as db:
         db.executescript(SCHEMA)
-        return {t: tuple(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in TABLES}
+        later = {c for v, added in ADDED_IN.items() if v > version for c in sum(added.values(), ())}
+        return {t: tuple(r[1] for r in db.execute(f"PRAGMA table_info({t})") if r[1] not in later) for t in TABLES}
+
+
+def migrate(store, version: int) -> None:
+    """A writable store of an older version brought to this one, in one transaction (re-checked under the
+    write lock: another process may be migrating it too)."""
+    db = store.db
+    with store.transaction():
+        if db.execute("PRAGMA user_version").fetchone()[0] != version:
+            return
+        if version < 2:
+            db.execute("ALTER TABLE units ADD COLUMN reused_from TEXT")
+            db.execute("DROP INDEX IF EXISTS units_one_complete_per_key")
+            db.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_one_computed_per_key ON units (unit_key) "
+                       "WHERE status = 'complete' AND reused_from IS NULL")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def create_or_check(store) -> None:
@@ -72,7 +92,7 @@ def create_or_check(store) -> None:
     if not set(TABLES) <= present or version == 0:
         raise StoreError(f"store {path!r}: not a ccq-eval store (tables {sorted(present)}); move it aside or pass "
                          "another --store")
-    for table, expected in schema_columns().items():
+    for table, expected in schema_columns(version).items():
         found = tuple(r[1] for r in db.execute(f"PRAGMA table_info({table})"))
         if found != expected:
             extra, missing = sorted(set(found) - set(expected)), sorted(set(expected) - set(found))
@@ -81,12 +101,12 @@ def create_or_check(store) -> None:
                              "--store")
 
 
-def ensure_one_complete_per_key(store) -> None:
-    """Stores made before the rule get its index; one that already holds two complete results for a key
+def ensure_one_computed_per_key(store) -> None:
+    """Stores made before the rule get its index; one that already holds two computed results for a key
     (written by older versions) keeps them, and write_unit's check still stops any new one."""
     try:
         with store.transaction():
-            store.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_one_complete_per_key ON units (unit_key) "
-                             "WHERE status = 'complete'")
+            store.db.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_one_computed_per_key ON units (unit_key) "
+                             "WHERE status = 'complete' AND reused_from IS NULL")
     except sqlite3.IntegrityError:
         pass

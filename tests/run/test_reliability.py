@@ -73,12 +73,21 @@ def test_sigint_prints_what_finished_and_resumes(tmp_path):
     assert len(unit_rows(store)) == 6
 
 
-def test_a_rerun_under_a_new_label_says_why_nothing_ran(tokenizer_dir, tmp_path):
+def test_a_rerun_under_a_new_label_reuses_every_unit_and_computes_nothing(tokenizer_dir, tmp_path):
     lines = []
     assert run_suite(request(tmp_path / "s.db", label="first"), oracle_loader(tokenizer_dir), out=lines.append) == 0
     lines.clear()
-    assert run_suite(request(tmp_path / "s.db", label="second"), oracle_loader(tokenizer_dir), out=lines.append) == 0
-    assert "stored under label 'first' (a label is not part of a unit's identity)" in lines[-1], lines
+
+    def no_evaluation(req, max_length):  # the model loads, but no prompt reaches it
+        evaluand = oracle_loader(tokenizer_dir)(req, max_length)
+        evaluand.lm.generate_until = lambda *a, **k: pytest.fail("a reused unit was evaluated again")
+        return evaluand
+
+    assert run_suite(request(tmp_path / "s.db", label="second"), no_evaluation, out=lines.append) == 0
+    assert sum("reused: computed by run" in line for line in lines) == 3, lines
+    lines.clear()
+    assert run_suite(request(tmp_path / "s.db", label="second"), no_evaluation, out=lines.append) == 0
+    assert "all 3 units already complete under label 'second'" in lines[-1]
 
 
 @pytest.mark.parametrize("shard,message", [("2/2", "need 0 <= i < n"), ("a/b", "expected i/n")])

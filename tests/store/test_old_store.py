@@ -82,3 +82,21 @@ def test_rerunning_reproduces_the_old_numbers(tmp_path, monkeypatch, index, suit
            if k[2] == "gla-tiny" and k[0] not in changed}
     assert old.keys() == new.keys() and len(old) >= 2
     assert new == pytest.approx(old, rel=1e-6, abs=1e-9)
+
+
+def test_the_old_store_is_read_as_it_is_and_migrated_when_opened_to_write(tmp_path):
+    from ccq_eval.store import SCHEMA_VERSION, Store
+
+    store = tmp_path / "old.db"
+    shutil.copy(FIXTURE / "store.db", store)
+    before = counts(store)
+    old = Store(store, readonly=True)
+    assert old.version == 1 and len(old.units()) == 9 and {u.reused_from for u in old.units()} == {None}
+    old.close()
+    migrated = Store(store)
+    assert migrated.version == SCHEMA_VERSION == 2 and counts(store) == before
+    columns = [r[1] for r in sqlite3.connect(store).execute("PRAGMA table_info(units)")]
+    assert columns[-1] == "reused_from"
+    indexes = {r[1] for r in sqlite3.connect(store).execute("PRAGMA index_list(units)")}
+    assert "units_one_computed_per_key" in indexes and "units_one_complete_per_key" not in indexes
+    assert Store(store).version == 2  # opening again changes nothing

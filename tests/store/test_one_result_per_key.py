@@ -1,6 +1,6 @@
-"""One complete result per unit key, whoever writes: several runs at once on one store (the same label or
-others, sharded or not), a second write of a key, --force, ingest of the same units from two machines and of
-shards; and the schema a store must have."""
+"""One computed result per unit key, whoever writes, and every label's full row: several runs at once on one
+store (the same label or others, sharded or not), a second write of a key, a label reusing another's result,
+--force, ingest of the same units from two machines and of shards; and the schema a store must have."""
 
 import multiprocessing
 import os
@@ -50,33 +50,65 @@ def _writer(args):
     return run_suite(req, load, out=lambda *_: None)
 
 
-def one_result_per_unit_key(store) -> None:
+def one_result_per_unit_key(store, labels=("o",)) -> None:
+    """6 units computed once each, and every label holding all 6 with the same numbers and samples."""
     db = sqlite3.connect(store)
-    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units WHERE status = 'complete'").fetchone() == (6, 6)
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units WHERE status = 'complete' "
+                      "AND reused_from IS NULL").fetchone() == (6, 6)
     assert db.execute("SELECT COUNT(*) FROM units WHERE status != 'complete'").fetchone()[0] == 0
-    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6 * 4
-    assert db.execute("SELECT COUNT(*), MIN(value) FROM metrics WHERE metric = 'score'").fetchone() == (6, 100.0)
+    per_label = dict(db.execute("SELECT r.label, COUNT(DISTINCT u.unit_key) FROM units u JOIN runs r ON "
+                                "r.id = u.run_id WHERE u.status = 'complete' GROUP BY r.label").fetchall())
+    assert per_label == {label: 6 for label in labels}
+    assert db.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 6 * len(labels)  # no label holds a key twice
+    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6 * 4 * len(labels)
+    scores = db.execute("SELECT m.label, u.unit_key, m.value FROM metrics m JOIN units u ON u.id = m.unit_id "
+                        "WHERE m.metric = 'score'").fetchall()
+    assert len(scores) == 6 * len(labels) and {v for *_, v in scores} == {100.0}
+    assert {label for label, *_ in scores} == set(labels)
+    reused = db.execute("SELECT COUNT(*) FROM units u JOIN units s ON s.id = u.reused_from AND "
+                        "s.unit_key = u.unit_key AND s.reused_from IS NULL").fetchone()[0]
+    assert reused == 6 * (len(labels) - 1)  # every other label's unit points at the one computed result
 
 
-@pytest.mark.parametrize("writers", [2, 4])
-def test_identical_runs_started_together_store_one_result_per_unit_key(tokenizer_dir, tmp_path, writers):
+def test_identical_runs_started_together_store_one_result_per_unit_key(tokenizer_dir, tmp_path):
     store, ready = str(tmp_path / "shared.db"), tmp_path / "ready"
     ready.mkdir()
-    jobs = [(store, str(tokenizer_dir), "o", None, str(tmp_path / "cache"), str(ready), writers)] * writers
+    jobs = [(store, str(tokenizer_dir), "o", None, str(tmp_path / "cache"), str(ready), 3)] * 3
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        assert pool.map(_writer, jobs) == [0] * 3
+    one_result_per_unit_key(store)
+
+
+@pytest.mark.parametrize("writers", [4, 8])
+def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_dir, tmp_path, writers):
+    """A label names a model in tables, it is not part of a unit's identity: runs of one model under as many labels,
+    started together (all waiting until every one has loaded), compute each unit once, and every label holds
+    every unit (the ones another run computed reused, with the same numbers), whichever run finished first."""
+    store, ready = str(tmp_path / "shared.db"), tmp_path / "ready"
+    ready.mkdir()
+    labels = [f"W{i}" for i in range(writers)]
+    jobs = [(store, str(tokenizer_dir), label, None, str(tmp_path / "cache"), str(ready), writers) for label in labels]
     with multiprocessing.get_context("spawn").Pool(writers) as pool:
         assert pool.map(_writer, jobs) == [0] * writers
-    one_result_per_unit_key(store)
+    one_result_per_unit_key(store, labels)
+    from ccq_eval.report.registry import render_table
+
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(render_table(Store(store, readonly=True), "sniah")["csv"])))
+    assert sorted(row["label"] for row in rows) == labels  # every label's row in the table
+    cells = [[value for column, value in row.items() if column.startswith("S")] for row in rows]
+    assert all(len(row) == 6 and set(row) == {"100"} for row in cells), cells  # full: 3 tasks x 2 lengths
 
 
-def test_writers_under_other_labels_and_shards_lose_and_duplicate_nothing(tokenizer_dir, tmp_path):
-    """A label names a model in tables, it is not part of a unit's identity: four runs of one model under
-    three labels (one sharded in two) leave each unit once, complete."""
+def test_a_sharded_label_beside_others_loses_and_duplicates_nothing(tokenizer_dir, tmp_path):
     store = str(tmp_path / "shared.db")
     jobs = [(store, str(tokenizer_dir), label, shard, str(tmp_path / "cache"), None, 0)
-            for label, shard in (("A", None), ("B", None), ("C", "0/2"), ("C", "1/2"))]
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        assert pool.map(_writer, jobs) == [0, 0, 0, 0]
-    one_result_per_unit_key(store)
+            for label, shard in (("A", None), ("C", "0/2"), ("C", "1/2"))]
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        assert pool.map(_writer, jobs) == [0, 0, 0]
+    one_result_per_unit_key(store, ("A", "C"))
 
 
 def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_first(tokenizer_dir, tmp_path, capsys):
@@ -87,15 +119,41 @@ def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_fir
     (first_score,) = [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")]
     metric = {"label": "x", "model": "m", "metric": "score", "value": 0.0, "is_primary": True}
     second = {**unit, "id": None, "settings": {}}
-    assert store.write_unit(second, [metric], []) is None  # another writer got there first: nothing written
+    # another writer of the same label got there first: nothing written, the label holds that result
+    assert store.write_unit(second, [metric], []) == (None, unit["id"])
     assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [first_score]
-    replaced = store.write_unit(second, [metric], [], replace=True)
+    replaced = store.write_unit(second, [metric], [], replace=True).unit_id
     assert [tuple(r) for r in store.query("SELECT id, status FROM units")] == [(replaced, "complete")]
     assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [0.0]
     assert store.query("SELECT COUNT(*) FROM samples WHERE unit_id = ?", (unit["id"],))[0][0] == 0  # cascaded
     with pytest.raises(sqlite3.IntegrityError):  # the index says so too, whatever the code path
         store.db.execute("INSERT INTO units SELECT 'other', run_id, suite, task, context_length, unit_key, status, "
-                         "reason, started, finished, dataset_fingerprint, settings FROM units")
+                         "reason, started, finished, dataset_fingerprint, settings, NULL FROM units")
+
+
+def test_another_label_reuses_a_result_and_force_gives_it_the_new_one(tokenizer_dir, tmp_path):
+    from ccq_eval.store import Store
+
+    store_path = tmp_path / "s.db"
+    lines = []
+    assert run_suite(request(store_path, tasks="1", label="A"), oracle_loader(tokenizer_dir), out=lines.append) == 0
+    computed = Store(store_path, readonly=True).units()[0]
+    lines.clear()
+    assert run_suite(request(store_path, tasks="1", label="B"), oracle_loader(tokenizer_dir), out=lines.append) == 0
+    assert any(f"reused: computed by run {computed.run_id}" in line for line in lines), lines
+    store = Store(store_path)
+    b_unit = [u for u in store.units() if u.id != computed.id][0]
+    assert b_unit.reused_from == computed.id and b_unit.unit_key == computed.unit_key
+    b_metrics = {m.metric: (m.value, m.label) for m in store.metrics(b_unit.id)}
+    assert {k: v for k, (v, _) in b_metrics.items()} == {m.metric: m.value for m in store.metrics(computed.id)}
+    assert {label for _, label in b_metrics.values()} == {"B"}
+    assert [s.prediction for s in store.samples(b_unit.id)] == [s.prediction for s in store.samples(computed.id)]
+    new = {"label": "A", "model": "m", "metric": "score", "value": 50.0, "is_primary": True}
+    record = {k: getattr(computed, k) for k in ("run_id", "suite", "task", "context_length", "unit_key", "started")}
+    replaced = store.write_unit({**record, "status": "complete", "settings": {}}, [new], [], replace=True).unit_id
+    assert store.units(status="complete")[0].id == b_unit.id  # B's unit stays, and now holds the new result
+    assert [(m.label, m.value) for m in store.metrics(b_unit.id)] == [("B", 50.0)]
+    assert [u.reused_from for u in store.units() if u.id == b_unit.id] == [replaced]
 
 
 def test_ingest_keeps_one_result_per_unit_key(tokenizer_dir, tmp_path, capsys):

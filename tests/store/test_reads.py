@@ -35,7 +35,7 @@ def test_runs_are_typed_rows_oldest_first_with_their_unit_counts(store_path):
     runs = Store(store_path, readonly=True).runs()
     assert [type(r) for r in runs] == [RunRow, RunRow] and [r.label for r in runs] == ["first", "second"]
     assert [(r.units, r.complete_units) for r in runs] == [(1, 1), (2, 2)]
-    stored = raw(store_path, "SELECT * FROM runs ORDER BY started, id")
+    stored = raw(store_path, "SELECT * FROM runs ORDER BY started, rowid")
     assert [r.id for r in runs] == [s["id"] for s in stored]
     assert runs[1].seeds == {"seed": 1} and runs[0].model_config["model_type"] == "oracle"  # JSON parsed
     assert Store(store_path, readonly=True).run(runs[1].id) == runs[1]
@@ -77,7 +77,8 @@ def test_labels_and_keys(store_path):
     store = Store(store_path, readonly=True)
     assert store.labels() == ["first", "second"]
     keys = [u.unit_key for u in store.units(store.runs()[0].id)]
-    assert store.labels_of_keys(keys) == ["first"] and store.complete_unit_keys() >= set(keys)
+    assert store.complete_unit_keys("first") == set(keys) and store.complete_unit_keys() >= set(keys)
+    assert len(store.complete_unit_keys("second")) == 2
     assert store.units_of_run(store.runs()[0].id) == [("sniah_1", 1024, "complete")]
 
 
