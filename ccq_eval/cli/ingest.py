@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ccq_eval.cli.common import add_store
 from ccq_eval.errors import BadInput
+from ccq_eval.text import visible
 
 NAME = "ingest"
 
@@ -22,7 +23,10 @@ def add(subparsers) -> None:
 
 def _lm_eval_results(args) -> int:
     from ccq_eval.interchange.lm_eval_results import read_results, results_files
+    from ccq_eval.run.request import check_label
     from ccq_eval.store import Store
+
+    check_label(args.label)
 
     files = [f for path in args.paths for f in results_files(Path(path))]
     read = [(f, *read_results(f, args.label)) for f in files]  # every file checked before the store is touched
@@ -33,7 +37,7 @@ def _lm_eval_results(args) -> int:
             print(f"{path}: nothing to add{skipped_text}")
             continue
         run_id, added, skipped = target.add_finished_run(run, units)
-        print(f"{path}: " + (f"{added} units added as run {run_id} labelled {run['label']!r}" if added else "nothing new")
+        print(f"{path}: " + (f"{added} units added as run {run_id} labelled {visible(repr(run['label']))}" if added else "nothing new")
               + (f"; {skipped} already here" if skipped else "") + skipped_text)
     return 0
 

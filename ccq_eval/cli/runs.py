@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ccq_eval.cli.common import add_store
 from ccq_eval.errors import BadInput
+from ccq_eval.text import visible
 
 NAME = "runs"
 
@@ -36,5 +37,6 @@ def handle(args) -> int:
         return _delete(args)
     print(f"{'id':<38}{'label':<24}{'started':<27}{'status':<12}units")
     for run in Store(args.store, readonly=True).runs():
-        print(f"{run.id:<38}{run.label[:23]:<24}{run.started:<27}{run.status:<12}{run.complete_units}/{run.units}")
+        label = visible(run.label)  # a stored label's controls never reach the terminal raw
+        print(f"{run.id:<38}{label[:23]:<24}{run.started:<27}{run.status:<12}{run.complete_units}/{run.units}")
     return 0

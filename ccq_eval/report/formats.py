@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.text import visible
+
 EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
 
 
@@ -17,12 +19,9 @@ def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.
 
 def one_line(text) -> str:
     """A label on one line, printable: a newline would split a Markdown row or end a LaTeX paragraph, and a
-    terminal control character (ESC, BEL, ...) from a stored label would act on the terminal `tables` prints
-    to; those are shown escaped (``\\x1b``)."""
-    if not isinstance(text, str):
-        return text
-    joined = " ".join(text.splitlines())
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in joined)
+    control or format character from a stored label would act on the terminal `tables` prints to or reorder
+    the text around it; those are shown escaped (``\\x1b``, ``\\u202e``; text.visible)."""
+    return visible(text)
 
 
 def escape_markdown(text: str) -> str:

@@ -67,8 +67,17 @@ def ccq_overrides(request: RunRequest) -> dict:
     return overrides
 
 
+def check_label(label: str | None, flag: str = "--label") -> None:
+    """A label typed at a flag: refused in one line (exit 2) when it is empty or holds a control character."""
+    from ccq_eval.text import label_problem
+
+    if label is not None and (problem := label_problem(label)) is not None:
+        raise SuiteError(f"{flag} {label!r}: {problem}")
+
+
 def default_label(request: RunRequest) -> str:
-    if request.label:
+    if request.label is not None:
+        check_label(request.label)
         return request.label
     from ccq_eval.models.hub_checkpoint import is_hub_spec
 

@@ -21,7 +21,8 @@ from ccq_eval.data.cache import check_cache_root
 from ccq_eval import machine
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
-from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
+from ccq_eval.run.request import RunRequest, check_label, default_label, parse_shard, select_shard
+from ccq_eval.text import visible
 from ccq_eval.run.units import metric_row, unit_key
 from ccq_eval.store import Store, StoreWriteError, now
 from ccq_eval.suites import ALL_ORDER, get_suite
@@ -138,6 +139,7 @@ class Runner:
 
     def prepare(self):
         r = self.request
+        check_label(r.label)  # before any work: a label the tables cannot show is refused at the flag
         check_cache_root()  # where data are frozen: a bad location is bad input before any work
         if r.suite == "all":
             if r.tasks or r.lengths:
@@ -226,7 +228,7 @@ class Runner:
         if self.request.dry_run:
             return self._dry_run(todo, to_reuse)
         if not todo:
-            self.out(f"all {len(self.units)} units already complete under label {self.label!r} in "
+            self.out(f"all {len(self.units)} units already complete under label {visible(repr(self.label))} in "
                      f"{self.request.store} (--force reruns them)")
             return 0
         run_id = self.store.begin_run(self._run_record())
@@ -358,7 +360,7 @@ class Runner:
                                   "stored — free disk space or make the folder writable, then rerun to resume") from exc
 
     def _summary(self, results, skipped: int, run_id: str) -> None:
-        self.out(f"\nrun {run_id} ({self.label}) -> {self.request.store}")
+        self.out(f"\nrun {run_id} ({visible(self.label)}) -> {self.request.store}")
         self.out(f"{'task':<20}{'length':>8}  {'status':<9}{'primary':>11}")
         for unit, res in results:
             score = f"{res['score']:.2f}" if res["status"] == "complete" else ""

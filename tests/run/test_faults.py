@@ -148,10 +148,15 @@ def test_labels_matplotlib_or_markdown_would_misread_render_everywhere(tmp_path,
     from ccq_eval.run import RunRequest
 
     store = tmp_path / "s.db"
-    for seed, name in enumerate((label, "plain")):  # another seed: another unit, not a skipped one
+    for seed, name in enumerate(("stand-in", "plain")):  # another seed: another unit, not a skipped one
         assert run_suite(RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=2, seed=seed,
                                     store=str(store), label=name), oracle_loader(tmp_path), out=lambda *_: None) == 0
+    db = sqlite3.connect(store)  # the label as a store from elsewhere may hold it (the flag refuses controls)
+    for table in ("runs", "metrics"):
+        db.execute(f"UPDATE {table} SET label = ? WHERE label = 'stand-in'", (label,))
+    db.commit()
     capsys.readouterr()
+    assert main(["runs", "--store", str(store)]) == 0
     assert main(["tables", "--table", "sniah", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
     printed = capsys.readouterr().out
     assert not any(not ch.isprintable() and ch != "\n" for ch in printed), repr(printed)  # nothing acts on a terminal

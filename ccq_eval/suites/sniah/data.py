@@ -29,6 +29,9 @@ from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.sentences import SPLITTER, split_sentences
 
 GENERATOR_VERSION = 1
+# the haystack search gives up when this many doublings of its text (256x) add no token: a tokenizer that
+# drops the text; a coarse one (a token per thousand characters) still grows within them
+STALLED_DOUBLINGS = 8
 REPEAT_FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 NEEDLE = "One of the special magic {type_plural} for {key} is: {value}."
 # RULER's template, in the single-needle form its generator derives ("Some ... are" -> "A ... is")
@@ -167,10 +170,14 @@ def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystac
         raise SniahError(f"length {length}: the {task} prompt alone needs more than {budget} tokens plus "
                          f"{TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
     low, high = 0, 1
-    while fits(high, key, value, placement)[0]:
-        if high > budget:  # more haystack units than budget tokens still fit: the tokenizer makes no progress
-            raise SniahError(f"length {length}: {high} haystack units encode to at most {budget} tokens; the "
-                             "tokenizer drops the haystack's text, so no length can be filled")
+    grown_at, grown_to = 0, fits(0, key, value, placement)[2]  # the last unit count that added tokens, and its tokens
+    while (probe := fits(high, key, value, placement))[0]:
+        if probe[2] > grown_to:
+            grown_at, grown_to = high, probe[2]
+        elif high >= grown_at * 2 ** STALLED_DOUBLINGS and high >= 2 ** STALLED_DOUBLINGS:
+            # RULER repeats a haystack without bound: what ends the search is text that stops adding tokens
+            raise SniahError(f"length {length}: {high} haystack units encode to {probe[2]} tokens, no more than "
+                             f"{grown_at} did; the tokenizer drops the haystack's text, so no length can be filled")
         low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2

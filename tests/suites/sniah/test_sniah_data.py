@@ -170,6 +170,39 @@ def test_a_tokenizer_that_drops_the_haystack_is_refused_not_searched_forever():
         sniah.generate("sniah_1", digits_only, 1024, 2, seed=0, haystack=None)
 
 
+class CoarseTokenizer:
+    """One token per thousand characters (started ones count): a tokenizer coarser than any real one."""
+
+    def __init__(self, characters: int = 1000):
+        self.characters = characters
+
+    def __call__(self, text, add_special_tokens=True):
+        return {"input_ids": list(range(-(-len(text) // self.characters)))}
+
+
+@pytest.mark.parametrize("task", ["sniah_1", "sniah_2"])
+def test_a_coarse_tokenizer_still_fills_its_lengths(task):
+    """RULER repeats the haystack without bound; the search is bounded by the tokens the text adds, not by a cap
+    on units (one that refused S-NIAH-1 at 512 with "512 haystack units encode to at most 384 tokens")."""
+    hay = load_haystack(None) if task == "sniah_2" else None
+    coarse = CoarseTokenizer(1000 if task == "sniah_1" else 100)  # essays: 100 (their search is slower per step)
+    for length in (512, 1024):
+        records = sniah.generate(task, coarse, length, 3, seed=0, haystack=hay)
+        budget = length - sniah.TOKENS_TO_GENERATE
+        tokens = [r["length"] - sniah.TOKENS_TO_GENERATE for r in records]
+        assert all(budget - 2 <= t <= budget for t in tokens), (length, tokens)  # filled, not cut short
+        assert all(r["outputs"][0] in r["input"] for r in records)
+
+
+def test_a_tokenizer_that_encodes_nothing_is_refused_in_one_line():
+    class Empty(CoarseTokenizer):
+        def __call__(self, text, add_special_tokens=True):
+            return {"input_ids": []}
+
+    with pytest.raises(sniah.SniahError, match=r"encode to 0 tokens, no more than 0 did; the tokenizer drops"):
+        sniah.generate("sniah_1", Empty(), 1024, 2, seed=0, haystack=None)
+
+
 def _words_reference(path) -> list[str]:
     """The haystack as RULER reads it: every whitespace-separated word, in order."""
     return Path(path).read_text(encoding="utf-8").split()
