@@ -14,6 +14,7 @@ from ccq_eval.cli import (curves, data, env, export, include_path, ingest, lm_ev
                           zoo)
 from ccq_eval.cli.common import Parser
 from ccq_eval.errors import BadInput, StoreWriteFailure
+from ccq_eval.text import visible
 
 # in the order --help lists them
 COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, data, ingest, export, env, zoo, lm_eval,
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(list(sys.argv[1:] if argv is None else argv))
     except BadInput as exc:  # every input error of every suite derives from it
-        print(f"ccq-eval: error: {exc}", file=sys.stderr)
+        print(f"ccq-eval: error: {visible(str(exc))}", file=sys.stderr)  # one line, whatever a library said
         return 2
     except KeyboardInterrupt:  # before a run began (loading, planning): nothing was written
         print("ccq-eval: interrupted before any unit ran; nothing was written", file=sys.stderr)

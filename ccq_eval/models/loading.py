@@ -19,9 +19,10 @@ from typing import Any, NamedTuple
 import torch
 
 from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
-from ccq_eval.errors import BadInput
 from ccq_eval.models.capabilities import learned_positions
 from ccq_eval.models.file_limits import first_oversized
+from ccq_eval.models.load_errors import ModelLoadError
+from ccq_eval.models.weight_shapes import check_config_against_weights
 
 # fla ops that assert on float32 inputs on CUDA (fla 0.6: ChunkDeltaRuleFunction "use bfloat16")
 FP32_REFUSED_ON_CUDA = {"delta_net": "fla's chunk_delta_rule", "ccq_delta_net": "fla's chunk_delta_rule"}
@@ -42,8 +43,6 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64}
 
 
-class ModelLoadError(BadInput):
-    """A checkpoint that cannot be loaded as given; the message says what to do."""
 
 
 class LoadedModel(NamedTuple):
@@ -313,6 +312,7 @@ def _resolve_and_check(spec: str, device: str, dtype, allow_pickle: bool, ccq_ov
         raise ModelLoadError(f"model {str(path)!r}: {said}; this is not a checkpoint's metadata, check the folder")
     raw = _read_config(path)
     files = weight_files(path, allow_pickle)
+    check_config_against_weights(path, raw, files)  # from the headers: refused before anything is allocated
     if dtype in ("float64", torch.float64) and (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
         # fla's Triton kernels accumulate in float32: float64 weights would go in, float32 numbers come out
         raise ModelLoadError(f"dtype float64 on {device}: fla's CUDA kernels compute in float32; use float32 or "
@@ -384,8 +384,22 @@ def _load_tokenizer(path: Path, config):
     if vocab is not None and len(tokenizer) > vocab:
         raise ModelLoadError(f"model {str(path)!r}: the tokenizer has {len(tokenizer)} tokens but the model's vocabulary "
                              f"is {vocab}; save the tokenizer the model was trained with")
+    if vocab is not None and (top := _largest_id(tokenizer)) is not None and top[1] >= vocab:
+        raise ModelLoadError(f"model {str(path)!r}: the tokenizer's id {top[1]} ({top[0]!r}) is past the model's "
+                             f"{vocab} embedding rows; save the tokenizer the model was trained with")
     check_tokenizer(tokenizer, str(path))
     return tokenizer
+
+
+def _largest_id(tokenizer) -> tuple[str, int] | None:
+    """(token, id) of the tokenizer's largest id, special tokens included: every id it can produce indexes the
+    embedding, so one past its rows would fail every unit mid-run (IndexError) instead of here."""
+    try:
+        vocab = {**tokenizer.get_vocab(), **{t: i for t, i in zip(tokenizer.all_special_tokens,
+                                                                   tokenizer.all_special_ids) if i is not None}}
+    except (AttributeError, NotImplementedError, TypeError):
+        return None
+    return max(vocab.items(), key=lambda item: item[1]) if vocab else None
 
 
 def _provenance(checked: _Checked, model, config, mapped: dict, fresh: list[str], ccq_overrides: dict | None) -> dict:
