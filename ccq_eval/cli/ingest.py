@@ -3,6 +3,7 @@ source checked before the target store is touched, idempotent."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ccq_eval.cli.common import add_store
@@ -58,6 +59,8 @@ def _stores(args) -> int:
                  if already_complete else "")
               + (f"; refused {len(refused)}: " + "; ".join(refused) if refused else ""))
         refused_any |= bool(refused)
+    if refused_any:
+        print("ccq-eval: error: ingest refused some runs or units (named above); the rest was merged", file=sys.stderr)
     return 1 if refused_any else 0
 
 

@@ -26,3 +26,13 @@ def learned_positions(model) -> tuple[str, int] | None:
             offset = getattr(module, "offset", 0)  # OPT's table starts two rows in
             return name, module.num_embeddings - offset
     return None
+
+
+def rotary_positions(config: dict) -> int | None:
+    """The trained positions (``max_position_embeddings``) of a model whose attention rotates by position (RoPE,
+    in the config's rope / rotary fields or a hybrid's ``attn``), or None. Past them RoPE extrapolates without a
+    word, so a length beyond them is recorded with its unit (recurrent families carry the field but no positions)."""
+    positions = config.get("max_position_embeddings")
+    attn = config.get("attn") if isinstance(config.get("attn"), dict) else {}
+    rotary = any(key.startswith("rope") or "rotary" in key for key in (*config, *attn))
+    return positions if rotary and isinstance(positions, int) and positions > 0 else None

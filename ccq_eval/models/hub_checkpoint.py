@@ -20,8 +20,9 @@ PICKLE = ("pytorch_model*.bin", "pytorch_model.bin.index.json")
 
 def is_hub_spec(spec: str) -> bool:
     """ORG/NAME[@REV] that is not a path here (a folder of that name wins)."""
+    local = Path(spec.split("@")[0]).expanduser()
     return (not spec.startswith((".", "/", "~")) and HUB_SPEC.fullmatch(spec) is not None
-            and not Path(spec.split("@")[0]).expanduser().exists())
+            and not local.exists() and not local.is_symlink())  # a link here, even a broken one, is a local path
 
 
 def snapshot(spec: str, allow_pickle: bool) -> tuple[Path, dict]:

@@ -76,6 +76,9 @@ def resolve_spec(spec: str, allow_pickle: bool = False) -> tuple[Path, dict | No
                                  "repositories you trust)")
         return folder, record
     path = Path(spec).expanduser()
+    if path.is_symlink() and not path.exists():
+        raise ModelLoadError(f"model {spec!r}: a symbolic link to {os.readlink(path)!r}, which does not exist; point "
+                             "it at the checkpoint folder (or remove it to mean the hub repository of that name)")
     if not path.exists():
         raise ModelLoadError(f"model {spec!r}: no such path; pass a checkpoint folder containing config.json, "
                              "zoo:<name>, or ORG/NAME[@REVISION] on the Hugging Face Hub")

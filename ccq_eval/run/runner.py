@@ -97,6 +97,10 @@ def fewer_than_asked(scored: int | None, asked: int | None) -> str | None:
     return None
 
 
+# what a complete unit's settings may say about its output (weak but valid): shown beside it in the summary
+WARNINGS = ("warning", "depth_warning", "positions_warning")
+
+
 def batch_size_of(provenance: dict, request) -> int:
     """The batch size the evaluand resolved (``auto``), or the request's (evaluands made elsewhere: tests)."""
     size = provenance.get("batch_size", request.batch_size)
@@ -166,10 +170,16 @@ class Runner:
         if not r.store.startswith("file:") and raw.exists() and not raw.is_dir():
             raise SuiteError(f"--store {r.store!r}: {str(raw)!r} beside it is a file, where raw lm-eval output goes; "
                              "move it aside or pass another --store")
+        planned = [unit for plan in self.plans for unit in self.units_of(plan)]
+        self.units = select_shard(planned, shard)
+        if shard is not None and not self.units:
+            groups = len({(u.suite, u.task) for u in planned})
+            raise SuiteError(f"--shard {r.shard}: this shard holds no units (the run has {groups} task "
+                             f"group{'s' if groups != 1 else ''}, split whole across shards); use at most {groups} "
+                             "shards")
         # opened last: bad input above never creates or touches a store; a dry run creates none
         self.store = None if r.dry_run and not r.store.startswith("file:") and not Path(r.store).exists() else Store(
             r.store, readonly=r.dry_run)
-        self.units = select_shard([unit for plan in self.plans for unit in self.units_of(plan)], shard)
         return self
 
     def _check_positions(self) -> None:
@@ -329,6 +339,7 @@ class Runner:
     def _write(self, run_id: str, unit: Unit, outcome: UnitOutcome, started: str) -> dict:
         if outcome.status == "complete" and (reason := untrusted_number(outcome)):
             outcome = UnitOutcome(status="failed", reason=reason)
+        outcome.settings.update(self._positions_warning(unit))
         record = {**self._unit_record(run_id, unit, started), "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
         if outcome.status != "complete":
@@ -345,8 +356,20 @@ class Runner:
             kept = "its result is reused under this label" if written.unit_id else "this label holds it already"
             return {"status": "complete", "unit_id": written.unit_id, "score": self.store.primary_value(
                 written.reused_from), "note": f"another run computed this unit first; {kept}"}
+        notes = [fewer_than_asked(primary.n, unit.settings.get("samples")),
+                 *(outcome.settings.get(k) for k in WARNINGS)]  # weak but valid output: said, and stored
         return {"status": "complete", "unit_id": written.unit_id, "score": primary.value,
-                "note": fewer_than_asked(primary.n, unit.settings.get("samples"))}
+                "note": "; ".join(n for n in notes if n) or None}
+
+    def _positions_warning(self, unit: Unit) -> dict:
+        """Said (and stored with the unit) when its length passes a rotary model's trained positions."""
+        from ccq_eval.models.capabilities import rotary_positions
+
+        trained = rotary_positions(self.evaluand.provenance.get("config") or {})
+        if trained is None or unit.context_length <= trained:
+            return {}
+        return {"positions_warning": f"{unit.context_length} tokens pass the model's {trained} trained positions "
+                                     "(max_position_embeddings): its rotary positions extrapolate"}
 
     def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
         if self.request.store.startswith("file:"):

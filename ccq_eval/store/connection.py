@@ -54,6 +54,12 @@ class Connection:
             ensure_one_computed_per_key(self)
 
     def _check_file(self, file: Path) -> None:
+        for suffix in ("-wal", "-shm"):  # SQLite's journal files beside the store: a folder there fails every open
+            beside = file.with_name(file.name + suffix)
+            if beside.exists() and not beside.is_file():
+                raise StoreError(f"store {self.path!r}: {beside.name} beside it, where SQLite keeps its "
+                                 f"{'write-ahead log' if suffix == '-wal' else 'shared memory'}, is not a file; move "
+                                 "it aside (the store itself is untouched)")
         if self.readonly and not file.exists():
             raise StoreError(f"store {self.path!r}: no such file; run a suite first or pass --store")
         if not self.readonly:

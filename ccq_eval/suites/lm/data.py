@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import hashlib
 from functools import lru_cache
 from pathlib import Path
@@ -115,12 +117,16 @@ def check_records(task: str, path: Path) -> None:
     quiet = not datasets_tqdm.are_progress_bars_disabled()
     if quiet:  # the task maps the records once; its progress bar would print above the one error line
         datasets_tqdm.disable_progress_bars()
+    task_log = logging.getLogger("lm_eval.api.task")  # its notice on custom datasets: two more lines
+    level = task_log.level
+    task_log.setLevel(logging.ERROR)
     try:
         built = ConfigurableTask(config=config)
     except Exception as exc:  # noqa: BLE001 - lm-eval's processing raises whatever the records provoke
         raise LmDataError(f"{where}: lm-eval's {task} task cannot read it ({_one_line(exc)}); expected the HF "
                           "records of its scored split") from exc
     finally:
+        task_log.setLevel(level)
         if quiet:
             datasets_tqdm.enable_progress_bars()
     readers = [built.doc_to_text, built.doc_to_target]

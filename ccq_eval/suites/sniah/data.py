@@ -122,6 +122,19 @@ def sample(variant: Variant, units: int, key: str, value: str, placement_seed: i
     }
 
 
+def depth_used(task: str, record: dict) -> float:
+    """Where the needle actually is: the percent of the haystack's characters before it. RULER puts it at the
+    sentence boundary nearest the drawn depth; a haystack with few boundaries (one long line) moves it far
+    from that (a drawn 92% placed at the very start), which the stored ``depth`` would not show."""
+    kind = VARIANTS[task].value
+    head, tail = TEMPLATE.split("{context}")
+    head, tail = head.format(type=kind[:-1]), tail.format(type=kind[:-1], query=record["key"])
+    context = record["input"][len(head): len(record["input"]) - len(tail)]
+    needle = NEEDLE.format(type_plural=kind, key=record["key"], value=record["outputs"][0])
+    haystack = len(context) - len(needle) - 1  # the needle and the separator beside it
+    return round(100.0 * context.index(needle) / haystack, 1) if haystack > 0 else 0.0
+
+
 def prompt_of(record: dict) -> str:
     """The text the model reads: lm-eval joins doc_to_text and gen_prefix with one space."""
     return record["input"] + " " + record["gen_prefix"]

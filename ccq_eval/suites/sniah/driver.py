@@ -32,6 +32,23 @@ def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -
             for (logprob, _), (_, answer) in zip(results, prompts_and_answers)]
 
 
+# points between the drawn depth and where the needle went before a unit says so: RULER rounds the depth down to
+# a sentence boundary, so a short haystack of a few sentences moves it by up to one sentence's share
+DEPTH_TOLERANCE = 25.0
+
+
+def moved_needles(samples: list[Sample]) -> dict:
+    """A warning in the unit's settings when needles sit far from their drawn depth (a haystack with few sentence
+    boundaries): how many, and the largest gap. The heatmap places samples at the depth used."""
+    gaps = [abs(s.fields["depth_used"] - s.fields["depth"]) for s in samples]
+    moved = [g for g in gaps if g > DEPTH_TOLERANCE]
+    if not moved:
+        return {}
+    return {"depth_warning": f"{len(moved)} of {len(samples)} needles sit more than {DEPTH_TOLERANCE:g} points from their "
+                       f"drawn depth (up to {max(moved):.0f}): the haystack has few sentence boundaries; the depth "
+                       "used is stored per sample (depth_used)"}
+
+
 class SniahDriver:
     def __init__(self, plan):
         self.plan = plan
@@ -128,7 +145,7 @@ class SniahDriver:
             samples.append(Sample(
                 doc["index"], score, target=doc["outputs"][0], prediction=prediction,
                 prompt_sha256=stable_hash(sniah.prompt_of(doc)),
-                fields={"depth": doc["depth"], "key": doc["key"], "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
+                fields={"depth": doc["depth"], "depth_used": sniah.depth_used(unit.task, doc), "key": doc["key"], "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
                         "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
                         "empty_prediction": not prediction.strip(),
                         "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll}))
@@ -139,6 +156,6 @@ class SniahDriver:
         if all(v is not None for v in nlls):
             metrics.append(Metric("answer_nll", sum(nlls) / len(nlls), n=len(nlls), higher_is_better=False))
         # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
-        extra = {**prediction_counts(samples), "answer_nll_from_prefill": from_prefill}
+        extra = {**prediction_counts(samples), "answer_nll_from_prefill": from_prefill, **moved_needles(samples)}
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
                            settings=extra, raw=without_samples(out))

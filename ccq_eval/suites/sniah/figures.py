@@ -17,7 +17,8 @@ def depth_frame(store) -> pd.DataFrame:
     """Per-sample scores with needle depth, for the latest complete unit of each (label, task, length)."""
     frame = latest_samples(store, "sniah", ("score", "fields"))
     if not frame.empty:
-        frame["depth"] = frame.fields.map(lambda f: json.loads(f)["depth"])
+        fields = frame.fields.map(json.loads)  # where the needle was (samples stored before depth_used: as drawn)
+        frame["depth"] = fields.map(lambda f: f.get("depth_used", f["depth"]))
     return frame
 
 
