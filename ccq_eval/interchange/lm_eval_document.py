@@ -95,8 +95,20 @@ class Results:
         entry = (self.data.get("n-samples") or {}).get(task, {})
         return entry, entry.get("effective") if isinstance(entry, dict) else None
 
-    def samples(self, task: str, primary: str) -> list[dict]:
-        """The --log_samples records of ``task`` beside the results file (same date suffix), as sample rows."""
+    def length_numbers(self, task: str) -> dict[int, float]:
+        """A plugin task's per-length results (``"<L>,none"``, lm-eval's RULER naming), lengths its run did not ask
+        for (RULER's -1) left out."""
+        found = {}
+        for key in self.numbers(task):
+            length, _, filter_name = key.partition(",")
+            if length.isdigit() and filter_name == "none" and (value := self.finite(task, key)) is not None:
+                if value != -1:
+                    found[int(length)] = value
+        return found
+
+    def samples(self, task: str, primary: str, length: int | None = None) -> list[dict]:
+        """The --log_samples records of ``task`` beside the results file (same date suffix), as sample rows; with
+        ``length``, those of documents of that length (their ``max_length``)."""
         found = self.path.parent / f"samples_{task}_{self.path.stem.removeprefix('results_')}.jsonl"
         if not found.is_file():
             return []
@@ -108,6 +120,8 @@ class Results:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 raise LmEvalResultsError(f"{found}: line {number} is not JSON; the samples file is damaged") from None
+            if length is not None and (record.get("doc") or {}).get("max_length") != length:
+                continue
             score = record.get(primary)
             rows.append({"idx": int(record.get("doc_id", number - 1)), "prompt_sha256": record.get("prompt_hash"),
                          "target": None if record.get("target") is None else str(record["target"]),
@@ -116,6 +130,34 @@ class Results:
                          "fields": {k: record[k] for k in ("doc_hash", "target_hash", *record.get("metrics", []))
                                     if k in record}})
         return rows
+
+
+def length_units(suite: str, task: str, results: Results, metric: str, higher_is_better: bool) -> list[tuple] | str:
+    """One unit per length of a length suite's plugin task (S-NIAH, perplexity, LongBench): its ``"<L>,none"``
+    number as the primary metric at context length L, with the samples of that length when they were logged."""
+    from ccq_eval.data.cache import stable_hash
+
+    numbers = results.length_numbers(task)
+    if not numbers:
+        return "no per-length results (\"<L>,none\"): run with this ccq-eval's task plugins"
+    data, run = results.data, results.run
+    units = []
+    for length, value in sorted(numbers.items()):
+        samples = results.samples(task, str(length), length)
+        stderr = results.finite(task, f"{length}_stderr,none")
+        settings = {"task_version": run["versions"]["task_versions"].get(task), "source": SOURCE, "metric": metric,
+                    "limit": data["config"].get("limit"), "task_hash": (data.get("task_hashes") or {}).get(task),
+                    "n_samples": len(samples) or None}
+        key = stable_hash({"source": SOURCE, "weights": run["weights_sha256"], "task": task, "length": length,
+                           "model_args": run["model_config"].get("model_args"), "settings": settings,
+                           "samples": (data.get("n-samples") or {}).get(task)})
+        unit = {"suite": suite, "task": task, "context_length": length, "unit_key": key, "status": "complete",
+                "started": run["started"], "finished": run["started"], "dataset_fingerprint": settings["task_hash"],
+                "settings": settings}
+        row = {"label": results.label, "model": run["model_spec"], "metric": metric, "value": value,
+               "stderr": stderr, "n": len(samples) or None, "higher_is_better": higher_is_better, "is_primary": True}
+        units.append((unit, [row], samples))
+    return units
 
 
 def read_document(path: Path, label: str | None = None) -> Results:

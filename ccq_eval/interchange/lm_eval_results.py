@@ -1,7 +1,7 @@
 """lm-eval's results files into the store: ``results_<date>.json`` (``--output_path``), with the
 ``samples_<task>_<date>.jsonl`` beside it when lm-eval ran with ``--log_samples``.
 
-Each task is offered to the suites (``Suite.lm_eval_unit``): the one whose task it is turns it into a complete
+Each task is offered to the suites (``Suite.lm_eval_units``): the one whose task it is turns it into a complete
 unit with lm-eval's numbers and provenance, or says why it is left out; a task no suite reads is named and left
 out. Everything is read and checked before the store is touched (lm_eval_document.py).
 """
@@ -23,13 +23,13 @@ def read_results(path: Path, label: str | None = None) -> tuple[dict, list[tuple
     results = read_document(path, label)
     units, left_out = [], []
     for task in results.tasks:
-        read = next((r for r in (s.lm_eval_unit(task, results) for s in SUITES.values()) if r is not None), None)
+        read = next((r for r in (s.lm_eval_units(task, results) for s in SUITES.values()) if r is not None), None)
         if read is None:
             left_out.append(f"{task} (not a task of any ccq-eval table)")
         elif isinstance(read, str):
             left_out.append(f"{task} ({read})")
         else:
-            units.append(read)
+            units += read
     return results.run, units, left_out
 
 

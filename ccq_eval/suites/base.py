@@ -128,10 +128,10 @@ class Suite(ABC):
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
         return {}
 
-    def lm_eval_unit(self, task: str, results) -> tuple | str | None:
-        """One task of an lm-eval results file (``results``: interchange.lm_eval_document.Results) as a unit of
-        this suite: (unit, metric rows, sample rows); a reason it is left out; or None if the task is not this
-        suite's."""
+    def lm_eval_units(self, task: str, results) -> list[tuple] | str | None:
+        """One task of an lm-eval results file (``results``: interchange.lm_eval_document.Results) as units of
+        this suite, [(unit, metric rows, sample rows)] (one per length for a length suite); a reason it is left
+        out; or None if the task is not this suite's."""
         return None
 
     def fetchable(self) -> tuple[str, ...]:

@@ -14,6 +14,41 @@ def tokenizer_source(task: str, tokenizer: str | None, pretrained: str | None) -
     return source
 
 
+NOT_THIS_LENGTH = -1  # lm-eval's RULER port's value for a length a document does not belong to
+
+
+def reported_lengths(suite) -> tuple[int, ...]:
+    """The lengths a plugin's results name one by one (``"<L>,none"``, as lm-eval's RULER tasks name theirs): the
+    suite's defaults and the powers of two from 1K to 128K. A document of another length adds its own key too."""
+    return tuple(sorted(set(suite.default_lengths) | {1 << k for k in range(10, 18)}))
+
+
+def per_length(suite_name: str, doc: dict, value) -> dict:
+    """One document's value under its own length's metric and NOT_THIS_LENGTH under every other reported one
+    (what lm-eval's RULER tasks return), for documents that carry their length (``max_length``)."""
+    from ccq_eval.suites import get_suite
+
+    own = doc.get("max_length")
+    if not isinstance(own, int):
+        return {}
+    shown = {str(length): value if length == own else NOT_THIS_LENGTH for length in reported_lengths(get_suite(suite_name))}
+    return {**shown, str(own): value}
+
+
+def at_length(aggregate):
+    """An lm-eval aggregation over one length's documents: the others' NOT_THIS_LENGTH left out; NOT_THIS_LENGTH
+    when none is of this length (as RULER's aggregate_metrics)."""
+    def aggregate_at_length(items):
+        mine = [item for item in items if not (isinstance(item, (int, float)) and item == NOT_THIS_LENGTH)]
+        return aggregate(mine) if mine else NOT_THIS_LENGTH
+    aggregate_at_length.__name__ = f"{aggregate.__name__}_at_length"
+    return aggregate_at_length
+
+
+def mean(items) -> float:
+    return sum(items) / len(items)
+
+
 def lengths(suite: str, max_seq_lengths) -> list[int]:
     from ccq_eval.suites import get_suite
 

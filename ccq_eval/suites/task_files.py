@@ -22,6 +22,15 @@ def task_yaml(suite: str, task: str, dataset_kwargs: dict[str, str], version: fl
             + f"metadata:\n  version: {version}\n")
 
 
+def metric_list_yaml(metric: str, aggregation: str, at_length: str, higher_is_better: bool, lengths) -> str:
+    """The overall metric and one metric per reported length (``"<L>"``, lm-eval's RULER naming), each with its
+    aggregation (``at_length`` leaves the other lengths' documents out)."""
+    higher = "true" if higher_is_better else "false"
+    entries = [(metric, aggregation)] + [(f'"{length}"', at_length) for length in lengths]
+    return "metric_list:\n" + "".join(f"  - metric: {name}\n    aggregation: {agg}\n    higher_is_better: {higher}\n"
+                                      for name, agg in entries)
+
+
 def write(root: Path) -> list[Path]:
     """Every registered suite's task files under root/<suite>/."""
     from ccq_eval.suites import SUITES

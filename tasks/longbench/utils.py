@@ -1,4 +1,4 @@
 """Thin shim: lm-eval calls these; the work is in ccq_eval.suites.longbench."""
 
 from ccq_eval.suites.longbench.plugin import dataset  # noqa: F401
-from ccq_eval.suites.longbench.scoring import process_results  # noqa: F401
+from ccq_eval.suites.longbench.scoring import process_results, score_at_length  # noqa: F401

@@ -161,3 +161,65 @@ def test_exporting_an_unknown_run_names_it(tmp_path, capsys):
     shutil.copy(REPO / "tests" / "fixtures" / "store_v1" / "store.db", store)
     assert main(["export", "no-such-run", "--format", "lm-eval", "--store", str(store), "--out", str(tmp_path)]) == 2
     assert "no-such-run" in capsys.readouterr().err
+
+
+PLUGIN_TASKS = "sniah_1,longppl_essays,longbench_qasper"
+PLUGIN_METADATA = {"max_seq_lengths": [1024, 2048], "num_samples": 2,
+                   "data_dir": str(REPO / "tests" / "fixtures" / "store_v1" / "data")}
+
+
+@pytest.fixture(scope="module")
+def plugin_output(tmp_path_factory):
+    """The task plugins run by lm-eval's own CLI (fla registered) at two lengths, samples logged."""
+    root = tmp_path_factory.mktemp("plugins")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    mp.setenv("CCQ_EVAL_CACHE", str(root / "cache"))
+    try:
+        assert main(["lm-eval", "run", "--model", "hf", "--model_args", "pretrained=zoo:gla-tiny,dtype=float32",
+                     "--tasks", PLUGIN_TASKS, "--metadata", json.dumps(PLUGIN_METADATA), "--device", "cpu",
+                     "--batch_size", "1", "--output_path", str(root / "out"), "--log_samples"]) == 0
+    finally:
+        mp.undo()
+    (results,) = (root / "out").rglob("results_*.json")
+    return results
+
+
+@pytest.mark.e2e
+def test_the_plugins_report_one_number_per_length_in_stock_lm_eval(plugin_output):
+    results = json.loads(plugin_output.read_text())["results"]
+    for task in PLUGIN_TASKS.split(","):
+        numbers = results[task]
+        assert isinstance(numbers["1024,none"], float) and isinstance(numbers["2048,none"], float), (task, numbers)
+        assert numbers["1024,none"] != -1 and numbers["2048,none"] != -1
+        assert numbers["4096,none"] == -1  # a reported length this run did not ask for, as lm-eval's RULER says
+    essays = results["longppl_essays"]
+    assert essays["2048,none"] != essays["1024,none"]  # two lengths, two numbers (not their pool)
+    pooled = essays["perplexity,none"]
+    assert min(essays["1024,none"], essays["2048,none"]) <= pooled <= max(essays["1024,none"], essays["2048,none"])
+
+
+@pytest.mark.e2e
+def test_per_length_plugin_results_ingest_into_their_suites_units_and_tables(plugin_output, tmp_path, capsys):
+    from ccq_eval.store import Store
+
+    data = json.loads(plugin_output.read_text())["results"]
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
+    assert "6 units added" in capsys.readouterr().out
+    units = {(u.suite, u.task, u.context_length): u for u in Store(store, readonly=True).units()}
+    assert set(units) == {(s, t, L) for s, t in (("sniah", "sniah_1"), ("longppl", "longppl_essays"),
+                                                  ("longbench", "longbench_qasper")) for L in (1024, 2048)}
+    read = Store(store, readonly=True)
+    for (suite, task, length), unit in units.items():
+        (metric,) = read.metrics(unit.id)
+        assert metric.value == data[task][f"{length},none"] and metric.is_primary and metric.label == "lm-eval gla"
+        assert len(read.samples(unit.id)) == 2  # the logged samples of that length
+    assert main(["tables", "--table", "sniah", "--store", str(store), "--out", str(tmp_path / "t"),
+                 "--format", "csv"]) == 0
+    row = (tmp_path / "t" / "sniah.csv").read_text().splitlines()[1].split(",")
+    assert row[0] == "lm-eval gla" and [float(x) for x in row[-2:]] == [data["sniah_1"]["1024,none"],
+                                                                      data["sniah_1"]["2048,none"]]
+    assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
+    assert "nothing new" in capsys.readouterr().out  # the same file twice adds nothing

@@ -16,10 +16,11 @@ class LmSuite(Suite):
 
         return LmDriver(plan)
 
-    def lm_eval_unit(self, task, results):
+    def lm_eval_units(self, task, results):
         from ccq_eval.suites.lm.ingest import lm_unit
 
-        return lm_unit(task, results)
+        read = lm_unit(task, results)
+        return [read] if isinstance(read, tuple) else read
 
     def fetchable(self):
         from ccq_eval.suites.lm.data import METRICS

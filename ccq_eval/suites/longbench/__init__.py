@@ -18,12 +18,20 @@ class LongBenchSuite(Suite):
         return LongBenchDriver(plan)
 
 
+    def lm_eval_units(self, task, results):
+        from ccq_eval.interchange.lm_eval_document import length_units
+
+        return length_units(self.name, task, results, "score", True) if task in self.all_tasks else None
+
     def task_files(self):
         from ccq_eval.suites.longbench.tasks import TASKS, generation_yaml
-        from ccq_eval.suites.task_files import task_yaml
+        from ccq_eval.suites.plugin_args import reported_lengths
+        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
 
+        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
         return {f"longbench_{t.key}.yaml": task_yaml(self.name, f"longbench_{t.key}", {"longbench_key": t.key},
-                                                     t.version, more=generation_yaml(t)) for t in TASKS.values()}
+                                                     t.version, more=generation_yaml(t) + metrics)
+                for t in TASKS.values()}
 
     def fetchable(self):
         from ccq_eval.suites.longbench.tasks import TASKS

@@ -17,5 +17,6 @@ def dataset(longbench_key: str, tokenizer: str | None = None, max_seq_lengths=No
     records = data.read_records(data.local_path(longbench_key, data_dir or None))
     docs = []
     for length in lengths("longbench", max_seq_lengths):
-        docs += data.build(longbench_key, records, tok, length, int(num_samples) if num_samples else None)[0]
+        built = data.build(longbench_key, records, tok, length, int(num_samples) if num_samples else None)[0]
+        docs += [{**doc, "max_length": length} for doc in built]  # each budget reports on its own (per_length)
     return {"test": datasets.Dataset.from_list(docs)}

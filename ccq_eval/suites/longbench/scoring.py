@@ -20,4 +20,14 @@ def score(task: str, prediction: str, answers: list[str], all_classes: list[str]
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    return {"score": score(doc["task"], results[0], doc["answers"], doc["all_classes"])}
+    """The score over every budget, and under each budget's own metric (lm-eval's RULER habit)."""
+    from ccq_eval.suites.plugin_args import per_length
+
+    value = score(doc["task"], results[0], doc["answers"], doc["all_classes"])
+    return {"score": value, **per_length("longbench", doc, value)}
+
+
+def score_at_length(items) -> float:
+    from ccq_eval.suites.plugin_args import at_length, mean
+
+    return at_length(mean)(items)

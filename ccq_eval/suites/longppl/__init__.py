@@ -24,10 +24,18 @@ class LongpplSuite(Suite):
 
         return paired_cells(self, store)
 
-    def task_files(self):
-        from ccq_eval.suites.task_files import task_yaml
+    def lm_eval_units(self, task, results):
+        from ccq_eval.interchange.lm_eval_document import length_units
 
-        return {f"{task}.yaml": task_yaml(self.name, task, {"corpus": self.short(task)}, TASK_VERSION)
+        return length_units(self.name, task, results, "perplexity", False) if task in self.all_tasks else None
+
+    def task_files(self):
+        from ccq_eval.suites.plugin_args import reported_lengths
+        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+
+        metrics = metric_list_yaml("perplexity", "!function utils.token_perplexity",
+                                   "!function utils.perplexity_at_length", False, reported_lengths(self))
+        return {f"{task}.yaml": task_yaml(self.name, task, {"corpus": self.short(task)}, TASK_VERSION, more=metrics)
                 for task in self.all_tasks}
 
     def fetchable(self):

@@ -9,7 +9,7 @@ import math
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
-from ccq_eval.suites.plugin_args import lengths, tokenizer_source
+from ccq_eval.suites.plugin_args import at_length, lengths, per_length, tokenizer_source
 from ccq_eval.suites.longppl import corpora
 
 
@@ -33,10 +33,17 @@ def dataset_for_corpus(corpus: str, tokenizer: str | None = None, max_seq_length
 
 
 def process_results(doc: dict, results) -> dict:
+    """(log-likelihood, tokens) pooled over every length, and under each length's own metric."""
     loglikelihood = results[0][0] if isinstance(results[0], (list, tuple)) else results[0]
-    return {"perplexity": (float(loglikelihood), doc["n_tokens"])}
+    pair = (float(loglikelihood), doc["n_tokens"])
+    return {"perplexity": pair, **per_length("longppl", doc, pair)}
 
 
 def token_perplexity(items) -> float:
     """exp(sum of NLL / scored tokens), pooled over sequences (token-weighted)."""
     return math.exp(-sum(ll for ll, _ in items) / sum(n for _, n in items))
+
+
+def perplexity_at_length(items) -> float:
+    """token_perplexity of one length's sequences (lm-eval's aggregation of its metric)."""
+    return at_length(token_perplexity)(items)

@@ -37,4 +37,15 @@ def answer_prefix(prediction: str, value: str) -> float:
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    return {"score": 100.0 * ruler_string_match(results[0], doc["outputs"])}
+    """The score over every length, and under each length's own metric (lm-eval's RULER habit)."""
+    from ccq_eval.suites.plugin_args import per_length
+
+    score = 100.0 * ruler_string_match(results[0], doc["outputs"])
+    return {"score": score, **per_length("sniah", doc, score)}
+
+
+def score_at_length(items) -> float:
+    """lm-eval's aggregation of one length's metric (the other lengths' documents left out)."""
+    from ccq_eval.suites.plugin_args import at_length, mean
+
+    return at_length(mean)(items)
