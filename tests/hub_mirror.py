@@ -66,6 +66,7 @@ class HubMirror:
         self.loop: set[str] = set()  # file paths whose CDN answer is a redirect to itself
         self.down = False
         self.html = False  # answer every request with a 200 HTML page (a captive portal, a misconfigured proxy)
+        self.no_commit = False  # serve files without the hub's X-Repo-Commit header (a plain web server, a proxy)
         self.requests: list[tuple[str, str]] = []
         mirror = self
 
@@ -165,7 +166,7 @@ class HubMirror:
         if path not in repo.files:
             return self._error(handler, 404, "EntryNotFound", f"{path} does not exist on {rest[1]}", body)
         data = repo.files[path]
-        headers = {"X-Repo-Commit": commit}
+        headers = {} if self.no_commit else {"X-Repo-Commit": commit}
         if repo.is_lfs(path):
             sha = hashlib.sha256(data).hexdigest()
             key = sha + "".join(f"-{fault}" for fault in ("corrupt", "cut", "overlong", "underlong", "loop")

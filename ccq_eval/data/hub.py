@@ -144,6 +144,29 @@ def _timed_out(exc: BaseException | None) -> bool:
     return False
 
 
+def _in_chain(exc: BaseException | None, kind: type) -> BaseException | None:
+    """The first exception of ``kind`` in exc's chain (huggingface_hub wraps the cause of a failed download)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, kind):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _outside_name(exc: BaseException) -> str | None:
+    """The file name huggingface_hub refused as reaching outside the repository's folder ('../../x'), or None."""
+    match = re.match(r"Invalid filename '(.*)': cannot contain", str(exc)) if isinstance(exc, ValueError) else None
+    return match.group(1) if match else None
+
+
+def _not_a_hub(what: str, at: str, exc: BaseException) -> str:
+    """A server that answered file requests without the hub's headers (X-Repo-Commit, ETag): reachable, not a hub."""
+    missing = "X-Repo-Commit" if "X-Repo-Commit" in str(exc) else "ETag" if "ETag" in str(exc) else "file metadata"
+    return (f"{what} {at}: {endpoint()} answered without the hub's {missing} header, so it is not a Hub endpoint "
+            "(a plain web server or a proxy?); point HF_ENDPOINT at a Hub, or check the proxy in between")
+
+
 def _timeout_message(what: str, at: str) -> str:
     return (f"{what} {at}: the hub at {endpoint()} did not answer within {hub_timeout_s():g} s ({TIMEOUT_VARIABLE}); "
             "nothing was frozen; check the network and run it again")
@@ -169,6 +192,8 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
                        "`hf auth login`); check the name") from exc
     except errors.RevisionNotFoundError as exc:
         raise HubError(f"{what} {at}: no such revision in the repository; pass a branch, tag or commit it has") from exc
+    except errors.FileMetadataError as exc:
+        raise HubError(_not_a_hub(what, at, exc)) from exc
     except errors.RemoteEntryNotFoundError as exc:
         raise HubError(f"{what} {at}: the repository has no such file ({_first_line(exc)}); its layout changed, "
                        "pin the commit that has it") from exc
@@ -178,6 +203,8 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
 
         if _timed_out(exc):  # snapshot_download reports a hub that stopped answering as "no local entry"
             raise HubError(_timeout_message(what, at)) from exc
+        if (metadata := _in_chain(exc, errors.FileMetadataError)) is not None:  # it answered, but not as the hub
+            raise HubError(_not_a_hub(what, at, metadata)) from exc
         if constants.HF_HUB_OFFLINE:
             raise HubError(f"{what} {at}: HF_HUB_OFFLINE is set and the HF cache holds no copy; run it once with "
                            "network access (or unset HF_HUB_OFFLINE)") from exc
@@ -188,6 +215,9 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
     except HubError:
         raise
     except (ValueError, KeyError, TypeError) as exc:  # JSON that is not JSON, or not the hub API's
+        if (named := _outside_name(exc)) is not None:
+            raise HubError(f"{what} {at}: the repository lists {named!r}, a file outside its own folder; nothing was "
+                           "downloaded; is it the repository you meant?") from exc
         raise HubError(f"{what} {at}: {endpoint()} answered with something other than the hub API's answer "
                        f"({exc.__class__.__name__}); check HF_ENDPOINT and any proxy in between") from exc
     except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names

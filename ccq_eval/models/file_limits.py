@@ -6,7 +6,7 @@ memory-mapped."""
 from __future__ import annotations
 
 import fnmatch
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 MB = 1 << 20
 # Loading a tokenizer costs several times its files (transformers held 2.8 GB for a 500 MB tokenizer.json,
@@ -35,3 +35,12 @@ def first_oversized(folder: Path) -> str | None:
         if file.is_file() and (said := oversized(file.name, file.stat().st_size)):
             return said
     return None
+
+
+def is_plain_file_name(name) -> bool:
+    """A name inside the folder, judged by the name itself: in the HF cache every snapshot file is a symlink
+    into ../../blobs/, so where a shard's link resolves says nothing about what the index asked for."""
+    if not isinstance(name, str) or not name or "\\" in name or "\0" in name:
+        return False
+    parts = PurePosixPath(name).parts
+    return not PurePosixPath(name).is_absolute() and ".." not in parts and bool(parts)

@@ -12,7 +12,7 @@ import json
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 import os
 from typing import Any, NamedTuple
 
@@ -20,7 +20,7 @@ import torch
 
 from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
 from ccq_eval.models.capabilities import learned_positions
-from ccq_eval.models.file_limits import first_oversized
+from ccq_eval.models.file_limits import first_oversized, is_plain_file_name
 from ccq_eval.models.load_errors import ModelLoadError
 from ccq_eval.models.weight_shapes import check_config_against_weights
 
@@ -115,19 +115,10 @@ def _read_index(path: Path, name: str) -> list[str]:
         raise ModelLoadError(f"model {str(path)!r}: {name} is not a weight index (JSON with a 'weight_map' of "
                              f"tensor -> shard file; {exc.__class__.__name__}); re-download the checkpoint") from exc
     for shard in shards:
-        if not _is_plain_file_name(shard):
+        if not is_plain_file_name(shard):
             raise ModelLoadError(f"model {str(path)!r}: {name} names a shard outside the checkpoint folder "
                                  f"({shard!r}); refusing to read it")
     return shards
-
-
-def _is_plain_file_name(name) -> bool:
-    """A name inside the folder, judged by the name itself: in the HF cache every snapshot file is a symlink
-    into ../../blobs/, so where a shard's link resolves says nothing about what the index asked for."""
-    if not isinstance(name, str) or not name or "\\" in name or "\0" in name:
-        return False
-    parts = PurePosixPath(name).parts
-    return not PurePosixPath(name).is_absolute() and ".." not in parts and bool(parts)
 
 
 def weight_files(path: Path, allow_pickle: bool) -> list[Path]:
@@ -315,7 +306,6 @@ def _resolve_and_check(spec: str, device: str, dtype, allow_pickle: bool, ccq_ov
         raise ModelLoadError(f"model {str(path)!r}: {said}; this is not a checkpoint's metadata, check the folder")
     raw = _read_config(path)
     files = weight_files(path, allow_pickle)
-    check_config_against_weights(path, raw, files)  # from the headers: refused before anything is allocated
     if dtype in ("float64", torch.float64) and (device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())):
         # fla's Triton kernels accumulate in float32: float64 weights would go in, float32 numbers come out
         raise ModelLoadError(f"dtype float64 on {device}: fla's CUDA kernels compute in float32; use float32 or "
@@ -325,6 +315,7 @@ def _resolve_and_check(spec: str, device: str, dtype, allow_pickle: bool, ccq_ov
     if not any((path / name).exists() for name in TOKENIZER_FILES):
         raise ModelLoadError(f"model {str(path)!r}: no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}); save the tokenizer into the checkpoint folder")
     found = model_family(path, raw, target, torch_dtype, ccq_overrides)
+    check_config_against_weights(path, raw, files)  # from the headers: refused before anything is allocated
     return _Checked(spec, path, hub, files, target, torch_dtype, found, raw)
 
 

@@ -42,15 +42,29 @@ def safetensors_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
             size = struct.unpack("<Q", size_bytes)[0] if len(size_bytes) == 8 else -1
             if not 0 < size <= HEADER_MOST:
                 raise ConfigWeightsMismatch(f"weights {file.name}: not a safetensors file (its header length is "
-                                            f"{size}); re-download or re-save the checkpoint")
+                                            f"{size}); re-download or re-save the checkpoint (weights and config "
+                                            "together)")
             try:
                 header = json.loads(handle.read(size))
             except (UnicodeDecodeError, json.JSONDecodeError):
-                raise ConfigWeightsMismatch(f"weights {file.name}: its safetensors header is not JSON; re-download "
-                                            "or re-save the checkpoint") from None
+                raise ConfigWeightsMismatch(f"weights {file.name}: its safetensors header is cut short or not JSON; "
+                                            "re-download or re-save the checkpoint (weights and config together)") from None
+        _check_whole(file, header, 8 + size)
         shapes.update({name: tuple(entry.get("shape", ())) for name, entry in header.items()
                        if name != "__metadata__" and isinstance(entry, dict)})
     return shapes
+
+
+def _check_whole(file: Path, header: dict, data_start: int) -> None:
+    """A file shorter than its header's last tensor ends was cut short (an interrupted copy, a damaged cache blob):
+    said as such, not left for the loader to report as weights that do not match the config."""
+    ends = [entry["data_offsets"][1] for entry in header.values()
+            if isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list) and len(entry["data_offsets"]) == 2]
+    needed, actual = data_start + max(ends, default=0), file.stat().st_size
+    if actual < needed:
+        raise ConfigWeightsMismatch(f"weights {file.name}: cut short ({actual:,} of the {needed:,} bytes its header "
+                                    "describes); re-download it (a copy in the HF cache: run once with network "
+                                    "access, HF_HUB_OFFLINE unset)")
 
 
 def _field(config: dict, names) -> tuple[str, int] | None:

@@ -19,7 +19,8 @@ NOT_THIS_LENGTH = -1  # lm-eval's RULER port's value for a length a document doe
 
 def reported_lengths(suite) -> tuple[int, ...]:
     """The lengths a plugin's results name one by one (``"<L>,none"``, as lm-eval's RULER tasks name theirs): the
-    suite's defaults and the powers of two from 1K to 128K. A document of another length adds its own key too."""
+    suite's defaults and the powers of two from 1K to 128K (the metrics its task YAML lists); another length
+    counts in the overall metric only."""
     return tuple(sorted(set(suite.default_lengths) | {1 << k for k in range(10, 18)}))
 
 
@@ -29,10 +30,10 @@ def per_length(suite_name: str, doc: dict, value) -> dict:
     from ccq_eval.suites import get_suite
 
     own = doc.get("max_length")
-    if not isinstance(own, int):
+    reported = reported_lengths(get_suite(suite_name))
+    if own not in reported:  # a length the task YAML names no metric for: in the overall metric only
         return {}
-    shown = {str(length): value if length == own else NOT_THIS_LENGTH for length in reported_lengths(get_suite(suite_name))}
-    return {**shown, str(own): value}
+    return {str(length): value if length == own else NOT_THIS_LENGTH for length in reported}
 
 
 def at_length(aggregate):

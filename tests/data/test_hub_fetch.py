@@ -588,3 +588,30 @@ def test_an_oversized_hub_config_is_refused_before_download(env, mirror, tmp_pat
     one_line_error(cli(env, "--model", "ccq-test/big-config", "--suite", "sniah", "--lengths", "1k", "--store",
                        str(store)), "ccq-test/big-config", "config.json is 17 MB", "nothing was downloaded")
     assert not store.exists() and not list(Path(env["HF_HOME"]).rglob("config.json"))
+
+
+def test_a_server_without_the_hubs_headers_is_named_not_called_unreachable(env, mirror, tmp_path):
+    mirror.no_commit = True
+    line = one_line_error(cli(env, "--model", "ccq-test/gla-tiny", "--suite", "sniah", "--lengths", "1k", "--store",
+                              str(tmp_path / "s.db")), "ccq-test/gla-tiny", "without the hub's X-Repo-Commit header")
+    assert "cannot be reached" not in line and not (tmp_path / "s.db").exists()
+
+
+def test_a_repository_listing_a_file_outside_its_folder_names_it(env, mirror, tmp_path):
+    repo = mirror.repos[("model", "ccq-test/gla-tiny")]
+    mirror.add(MirrorRepo("ccq-test/escape", {**repo.files, "../../x.safetensors": b"\0" * 64}, repo_type="model"))
+    one_line_error(cli(env, "--model", "ccq-test/escape", "--suite", "sniah", "--lengths", "1k", "--store",
+                       str(tmp_path / "s.db")), "ccq-test/escape", "'../../x.safetensors'", "outside its own folder")
+    assert not list(tmp_path.rglob("x.safetensors"))
+
+
+def test_a_cached_weights_blob_cut_short_is_one_line_offline(env, mirror, tmp_path):
+    args = ("--suite", "sniah", "--tasks", "1", "--lengths", "1k", "--samples", "1", "--device", "cpu")
+    assert cli(env, "--model", "ccq-test/gla-tiny", *args, "--store", str(tmp_path / "s.db")).returncode == 0
+    (weights,) = Path(env["HF_HOME"]).rglob("snapshots/*/model.safetensors")
+    blob = weights.resolve()
+    blob.write_bytes(blob.read_bytes()[: blob.stat().st_size // 2])
+    result = cli({**env, "HF_HUB_OFFLINE": "1"}, "--model", "ccq-test/gla-tiny", *args, "--store",
+                 str(tmp_path / "t.db"))
+    one_line_error(result, "model.safetensors: cut short", "HF_HUB_OFFLINE")
+    assert [line for line in result.stderr.splitlines() if line.strip()] == [result.stderr.strip()]  # nothing else

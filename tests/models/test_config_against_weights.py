@@ -102,3 +102,14 @@ def test_a_tokenizer_whose_ids_pass_the_embedding_is_refused(checkpoints, tmp_pa
     tokenizer_file.write_text(json.dumps(data))
     with pytest.raises(ModelLoadError, match=r"the tokenizer's id 70000 \(.*\) is past the model's 260 embedding rows"):
         load_model(str(folder), device="cpu")
+
+
+def test_a_weights_file_cut_short_is_named_as_such(checkpoints, tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    folder = with_config(checkpoints["gla"], tmp_path)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert main(["--model", str(folder), "--suite", "sniah", "--store", str(tmp_path / "s.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "model.safetensors: cut short (" in err and "do not match" not in err

@@ -95,8 +95,8 @@ def _break(kind, folder):
     ("pickle", "weights are pickle"),
     ("no_weights", "no weights"),
     ("no_tokenizer", "no tokenizer files"),
-    ("mismatch", "weights do not match config.json"),
-    ("extra_layer", "weights do not match config.json"),
+    ("mismatch", "config.json says hidden_size = 128, but model.embeddings.weight is 64 wide"),
+    ("extra_layer", "config.json says num_hidden_layers = 3, but the weights hold 2 layers"),
 ])
 def test_bad_checkpoints_get_one_line_errors(kind, message, gla_dir, tmp_path):
     folder = _copy(gla_dir, tmp_path / "ckpt")

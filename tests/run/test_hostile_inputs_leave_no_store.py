@@ -75,7 +75,7 @@ CASES = [
     ("bad shard", [], ["--shard", "5/2"], "need 0 <= i < n", 2),
     ("unknown suite", [], ["--suite", "mmlu"], "unknown suite", 2),
     ("absent checkpoint", ["absent"], [], "no such path", 2),
-    ("truncated checkpoint", ["truncated"], [], "weights do not match config.json", 2),
+    ("truncated checkpoint", ["truncated"], [], "model.safetensors: its safetensors header is cut short", 2),
     ("unknown model_type", ["unknown_type"], [], "unknown model_type 'rwkv99': neither fla nor transformers", 2),
     ("pickle-only weights", ["pickle_only"], [], "weights are pickle", 2),
     ("tokenizer larger than the vocabulary", ["big_tokenizer"], [], "the tokenizer has 260 tokens but the model's vocabulary is 100", 2),
