@@ -221,19 +221,27 @@ def hub_errors(what: str, repo: str, revision: str | None = None) -> Iterator[No
         raise HubError(f"{what} {at}: {endpoint()} answered with something other than the hub API's answer "
                        f"({exc.__class__.__name__}); check HF_ENDPOINT and any proxy in between") from exc
     except Exception as exc:  # noqa: BLE001 - transport errors come from httpx under several names
-        if _timed_out(exc):
-            raise HubError(_timeout_message(what, at)) from exc
-        if isinstance(exc, OSError) and str(exc).startswith("Consistency check failed"):  # a body of another size
-            raise HubError(f"{what} {at}: the download from {endpoint()} was not the size the hub announced "
-                           f"({_first_line(exc)[:120]}); nothing was frozen; run it again") from exc
-        if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and exc.filename:
-            raise HubError(f"{what} {at}: the HF cache cannot be written at {exc.filename!r} ({exc.strerror}); set "
-                           "HF_HOME (or HF_HUB_CACHE) to a writable folder") from exc
-        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11", "ssl", "socket") \
-                or isinstance(exc, (ConnectionError, TimeoutError)):
-            raise HubError(f"{what} {at}: the download from {endpoint()} failed ({_first_line(exc)}); nothing was "
-                           "frozen; check the network and run it again (it resumes)") from exc
-        raise
+        said = _transport_error(what, at, exc)
+        if said is None:
+            raise
+        raise HubError(said) from exc
+
+
+def _transport_error(what: str, at: str, exc: Exception) -> str | None:
+    """What a failed transfer or cache write says, in one line; None for an exception that is not one."""
+    if _timed_out(exc):
+        return _timeout_message(what, at)
+    if isinstance(exc, OSError) and str(exc).startswith("Consistency check failed"):  # a body of another size
+        return (f"{what} {at}: the download from {endpoint()} was not the size the hub announced "
+                f"({_first_line(exc)[:120]}); nothing was frozen; run it again")
+    if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and exc.filename:
+        return (f"{what} {at}: the HF cache cannot be written at {exc.filename!r} ({exc.strerror}); set "
+                "HF_HOME (or HF_HUB_CACHE) to a writable folder")
+    if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11", "ssl", "socket") \
+            or isinstance(exc, (ConnectionError, TimeoutError)):
+        return (f"{what} {at}: the download from {endpoint()} failed ({_first_line(exc)}); nothing was "
+                "frozen; check the network and run it again (it resumes)")
+    return None
 
 
 def resolve_commit(repo: str, revision: str, repo_type: str) -> str:

@@ -70,29 +70,27 @@ def one_result_per_unit_key(store, labels=("o",)) -> None:
     assert reused == 6 * (len(labels) - 1)  # every other label's unit points at the one computed result
 
 
-def test_identical_runs_started_together_store_one_result_per_unit_key(tokenizer_dir, tmp_path):
-    store, ready = str(tmp_path / "shared.db"), tmp_path / "ready"
-    ready.mkdir()
-    jobs = [(store, str(tokenizer_dir), "o", None, str(tmp_path / "cache"), str(ready), 3)] * 3
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
-        assert pool.map(_writer, jobs) == [0] * 3
-    one_result_per_unit_key(store)
+# 4 runs: two of them under the same label (identical runs racing); 8 runs: six labels and a seventh run in two
+# shards, all started together (each waits until every one has loaded)
+WRITERS = {4: [("W0", None), ("W0", None), ("W1", None), ("W2", None)],
+           8: [*((f"W{i}", None) for i in range(6)), ("C", "0/2"), ("C", "1/2")]}
 
 
-@pytest.mark.parametrize("writers", [4, 8])
+@pytest.mark.parametrize("writers", sorted(WRITERS))
 def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_dir, tmp_path, writers):
-    """A label names a model in tables, it is not part of a unit's identity: runs of one model under as many labels,
-    started together (all waiting until every one has loaded), compute each unit once, and every label holds
-    every unit (the ones another run computed reused, with the same numbers), whichever run finished first."""
+    """A label names a model in tables, it is not part of a unit's identity: runs of one model under several labels,
+    started together, compute each unit once, and every label holds every unit (the ones another run computed
+    reused, with the same numbers), whichever run finished first; identical runs and shards lose and duplicate
+    nothing."""
     store, ready = str(tmp_path / "shared.db"), tmp_path / "ready"
     ready.mkdir()
-    labels = [f"W{i}" for i in range(writers)]
-    jobs = [(store, str(tokenizer_dir), label, None, str(tmp_path / "cache"), str(ready), writers) for label in labels]
+    jobs = [(store, str(tokenizer_dir), label, shard, str(tmp_path / "cache"), str(ready), writers)
+            for label, shard in WRITERS[writers]]
     with multiprocessing.get_context("spawn").Pool(writers) as pool:
         assert pool.map(_writer, jobs) == [0] * writers
+    labels = sorted({label for label, _ in WRITERS[writers]})
     one_result_per_unit_key(store, labels)
     from ccq_eval.report.registry import render_table
-
     import csv
     import io
 
@@ -100,15 +98,6 @@ def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_
     assert sorted(row["label"] for row in rows) == labels  # every label's row in the table
     cells = [[value for column, value in row.items() if column.startswith("S")] for row in rows]
     assert all(len(row) == 6 and set(row) == {"100"} for row in cells), cells  # full: 3 tasks x 2 lengths
-
-
-def test_a_sharded_label_beside_others_loses_and_duplicates_nothing(tokenizer_dir, tmp_path):
-    store = str(tmp_path / "shared.db")
-    jobs = [(store, str(tokenizer_dir), label, shard, str(tmp_path / "cache"), None, 0)
-            for label, shard in (("A", None), ("C", "0/2"), ("C", "1/2"))]
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
-        assert pool.map(_writer, jobs) == [0, 0, 0]
-    one_result_per_unit_key(store, ("A", "C"))
 
 
 def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_first(tokenizer_dir, tmp_path, capsys):
