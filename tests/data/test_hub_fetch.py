@@ -607,7 +607,7 @@ def test_a_repository_listing_a_file_outside_its_folder_names_it(env, mirror, tm
 
 def test_a_cached_weights_blob_cut_short_is_one_line_offline(env, mirror, tmp_path):
     args = ("--suite", "sniah", "--tasks", "1", "--lengths", "1k", "--samples", "1", "--device", "cpu")
-    assert cli(env, "--model", "ccq-test/gla-tiny", *args, "--store", str(tmp_path / "s.db")).returncode == 0
+    assert cli(env, "--model", "ccq-test/gla-tiny", *args, "--dry-run").returncode == 0  # downloads, runs nothing
     (weights,) = Path(env["HF_HOME"]).rglob("snapshots/*/model.safetensors")
     blob = weights.resolve()
     blob.write_bytes(blob.read_bytes()[: blob.stat().st_size // 2])
