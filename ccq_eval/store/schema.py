@@ -75,8 +75,12 @@ def create_or_check(store) -> None:
     """A new, empty file gets the schema (under the write lock: another process may be creating it too); any
     other file must be a store of this ccq-eval's schema version, or older, with exactly its columns."""
     db, path = store.db, store.path
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.execute("BEGIN")  # one read: another process creating the store commits its tables and version together
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.execute("COMMIT")
     if version > SCHEMA_VERSION:
         raise StoreError(f"store {path!r}: schema version {version} is newer than this ccq-eval's ({SCHEMA_VERSION}); "
                          "upgrade ccq-eval")

@@ -46,28 +46,31 @@ def _writer(args):
                 time.sleep(0.01)
         return evaluand
 
-    req = RunRequest(model="oracle", suite="sniah", lengths="1k,2k", samples=4, store=store, label=label, shard=shard)
+    req = RunRequest(model="oracle", suite="sniah", lengths="1k", samples=4, store=store, label=label, shard=shard)
     return run_suite(req, load, out=lambda *_: None)
 
 
+UNITS = 3  # S-NIAH-1/2/3 at 1K: what each writer plans
+
+
 def one_result_per_unit_key(store, labels=("o",)) -> None:
-    """6 units computed once each, and every label holding all 6 with the same numbers and samples."""
+    """UNITS units computed once each, and every label holding all of them with the same numbers and samples."""
     db = sqlite3.connect(store)
     assert db.execute("SELECT COUNT(*), COUNT(DISTINCT unit_key) FROM units WHERE status = 'complete' "
-                      "AND reused_from IS NULL").fetchone() == (6, 6)
+                      "AND reused_from IS NULL").fetchone() == (UNITS, UNITS)
     assert db.execute("SELECT COUNT(*) FROM units WHERE status != 'complete'").fetchone()[0] == 0
     per_label = dict(db.execute("SELECT r.label, COUNT(DISTINCT u.unit_key) FROM units u JOIN runs r ON "
                                 "r.id = u.run_id WHERE u.status = 'complete' GROUP BY r.label").fetchall())
-    assert per_label == {label: 6 for label in labels}
-    assert db.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 6 * len(labels)  # no label holds a key twice
-    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6 * 4 * len(labels)
+    assert per_label == {label: UNITS for label in labels}
+    assert db.execute("SELECT COUNT(*) FROM units").fetchone()[0] == UNITS * len(labels)  # no label holds a key twice
+    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == UNITS * 4 * len(labels)
     scores = db.execute("SELECT m.label, u.unit_key, m.value FROM metrics m JOIN units u ON u.id = m.unit_id "
                         "WHERE m.metric = 'score'").fetchall()
-    assert len(scores) == 6 * len(labels) and {v for *_, v in scores} == {100.0}
+    assert len(scores) == UNITS * len(labels) and {v for *_, v in scores} == {100.0}
     assert {label for label, *_ in scores} == set(labels)
     reused = db.execute("SELECT COUNT(*) FROM units u JOIN units s ON s.id = u.reused_from AND "
                         "s.unit_key = u.unit_key AND s.reused_from IS NULL").fetchone()[0]
-    assert reused == 6 * (len(labels) - 1)  # every other label's unit points at the one computed result
+    assert reused == UNITS * (len(labels) - 1)  # every other label's unit points at the one computed result
 
 
 # 4 runs: two of them under the same label (identical runs racing); 8 runs: six labels and a seventh run in two
@@ -97,7 +100,7 @@ def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_
     rows = list(csv.DictReader(io.StringIO(render_table(Store(store, readonly=True), "sniah")["csv"])))
     assert sorted(row["label"] for row in rows) == labels  # every label's row in the table
     cells = [[value for column, value in row.items() if column.startswith("S")] for row in rows]
-    assert all(len(row) == 6 and set(row) == {"100"} for row in cells), cells  # full: 3 tasks x 2 lengths
+    assert all(len(row) == UNITS and set(row) == {"100"} for row in cells), cells  # full: 3 tasks at 1K
 
 
 def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_first(tokenizer_dir, tmp_path, capsys):
