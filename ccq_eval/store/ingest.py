@@ -47,9 +47,8 @@ class Ingest(Writes):
         if unit["status"] == "complete" and self._computed_for_key(unit["unit_key"]):
             kept = self._reuse_or_hold(unit, run["label"], run["model_spec"])
             return "added" if kept.unit_id else "complete elsewhere"
-        source_id = dict(unit)["id"]
         self._insert("units", unit)
         for table in ("metrics", "samples"):
-            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (source_id,)):
+            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (unit["id"],)):
                 self._insert(table, dict(row))
         return "added"
