@@ -213,7 +213,8 @@ def _report_times(out: Path, failures: int) -> bool:
 
 
 def _render(store: Path, out: Path) -> bool:
-    """The demo's tables (with intervals) and every figure, through the CLI; their chatter to logs/render.log."""
+    """The demo's tables (with intervals), every figure and the HTML report, through the CLI; their chatter to
+    logs/render.log."""
     import contextlib
 
     from ccq_eval import cli
@@ -222,7 +223,9 @@ def _render(store: Path, out: Path) -> bool:
         for table in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
             if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
                 return False
-        return cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) == 0
+        if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:
+            return False
+        return cli.main(["view", "--store", str(store), "--out", str(out / "report.html")]) == 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,7 +98,8 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
                      f"{cell(values, 'longppl_essays_heldout', long, 2):>16}")
     lines += pair_lines(store, short)
     lines += ["", f"full tables (csv, tex, md): {out_dir / 'tables'}", f"figures (png, pdf):         {out_dir / 'figures'}",
-              f"store:                      {store_path}"]
+              f"store:                      {store_path}",
+              f"report (open in a browser): {out_dir / 'report.html'}"]
     return "\n".join(line[:WIDTH] for line in lines)
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ccq_eval.cli import (curves, data, env, export, include_path, ingest, lm_eval, run, runs, tables,
+from ccq_eval.cli import (curves, data, env, export, include_path, ingest, lm_eval, run, runs, tables, view,
                           zoo)
 from ccq_eval.cli.common import Parser
 from ccq_eval.errors import BadInput, StoreWriteFailure
 from ccq_eval.text import visible
 
 # in the order --help lists them
-COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, data, ingest, export, env, zoo, lm_eval,
+COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, view, data, ingest, export, env, zoo, lm_eval,
                                                include_path)}
 SUBCOMMANDS = tuple(COMMANDS)
 
@@ -26,6 +26,7 @@ DESCRIPTION = """run suites into a results store, render its tables and figures,
     ccq-eval --model CKPT --suite NAME [...]      (the same as `ccq-eval run ...`)
     ccq-eval tables --format latex               (every table; ccq-eval tables --help names them)
     ccq-eval curves                              (every figure with data)
+    ccq-eval view                                (one offline HTML file: tables, figures, every sample)
 
 Exit codes: 0 every unit complete; 1 a unit failed; 2 bad input (one line on stderr, nothing written);
 130 Ctrl-C, 143 SIGTERM (finished units are kept; rerun to resume)."""

@@ -118,3 +118,17 @@ def tokenizer_fingerprint(tokenizer) -> str:
     specials = json.dumps({"bos": tokenizer.bos_token, "eos": tokenizer.eos_token,
                            "probe": tokenizer("probe")["input_ids"]})
     return hashlib.sha256((body + specials).encode()).hexdigest()
+
+
+def frozen_by_content(folder: str) -> dict[str, Path]:
+    """content sha256 -> the frozen dataset file holding it, for every dataset under cache_root()/``folder``
+    (the viewer finds a unit's prompts by its stored dataset fingerprint)."""
+    found = {}
+    for meta_path in sorted((cache_root() / folder).glob("*.meta.json")):
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (ValueError, OSError, RecursionError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("content_sha256"), str):
+            found[meta["content_sha256"]] = meta_path.with_name(meta_path.name.removesuffix(".meta.json") + ".jsonl")
+    return found

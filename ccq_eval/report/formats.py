@@ -3,6 +3,8 @@ booktabs, best in bold, escaped) and Markdown (pipe table, best in bold, escaped
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pandas as pd
 
 from ccq_eval.text import visible
@@ -42,28 +44,58 @@ def with_family(cells: pd.DataFrame, families: dict | None) -> pd.DataFrame:
     return shown
 
 
-def to_latex(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None,
-             higher_is_better: bool | dict = True, families: dict | None = None) -> str:
-    """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
+MEASURED, REPORTED_ROW, DELTA_ROW = "measured", "reported", "delta"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table as its formats show it: the text cells (a family column first when a row has one), which cells
+    are the best of their column, the caption, and each row's kind (measured, reported, delta)."""
+
+    cells: pd.DataFrame
+    bold: pd.DataFrame
+    caption: str | None = None
+    kinds: dict = field(default_factory=dict)  # row label -> kind; MEASURED when absent
+
+    def kind(self, label) -> str:
+        return self.kinds.get(label, MEASURED)
+
+
+def grid(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None, higher_is_better: bool | dict = True,
+         families: dict | None = None, kinds: dict | None = None) -> Grid:
+    """The Grid of ``cells``, the best of each column of ``values`` in bold."""
     cells = with_family(cells, families)
-    mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
-    cells = cells.rename_axis(index=None, columns=None).rename(index=one_line, columns=one_line)
-    mask = mask.rename(index=one_line, columns=one_line)
+    bold = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
+    return Grid(cells, bold.astype(bool), caption, dict(kinds or {}))
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One table, rendered: its grid (LaTeX, Markdown, the viewer's HTML) and its CSV (the numbers)."""
+
+    grid: Grid
+    csv: str
+
+    def formats(self) -> dict[str, str]:
+        return {"csv": self.csv, "latex": to_latex(self.grid), "md": to_markdown(self.grid)}
+
+
+def to_latex(table: Grid) -> str:
+    """pandas Styler: booktabs rules, best value per column in bold, labels and headers escaped."""
+    cells = table.cells.rename_axis(index=None, columns=None).rename(index=one_line, columns=one_line)
+    mask = table.bold.rename(index=one_line, columns=one_line)
     styler = cells.style.apply(lambda _: mask.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
     styler = styler.format(escape="latex").format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
     text_columns = "l" * (1 + (FAMILY in cells.columns))
-    return styler.to_latex(hrules=True, caption=caption,
+    return styler.to_latex(hrules=True, caption=table.caption,
                            column_format=text_columns + "r" * (len(cells.columns) + 1 - len(text_columns)))
 
 
-def to_markdown(values: pd.DataFrame, cells: pd.DataFrame, higher_is_better: bool | dict = True,
-                families: dict | None = None) -> str:
-    cells = with_family(cells, families)
-    mask = best_mask(values, higher_is_better).reindex(index=cells.index, columns=cells.columns, fill_value=False)
-    shown = cells.copy().astype(object)
+def to_markdown(table: Grid) -> str:
+    shown = table.cells.copy().astype(object)
     for i in range(shown.shape[0]):
         for j in range(shown.shape[1]):
-            if mask.iat[i, j]:
+            if table.bold.iat[i, j]:
                 shown.iat[i, j] = f"**{shown.iat[i, j]}**"
     shown.index = [escape_markdown(x) for x in shown.index]
     shown.columns = [escape_markdown(x) for x in shown.columns]

@@ -94,6 +94,8 @@ class ScoreCell:
 
     scores: pd.DataFrame
     digits: int = 1
+    task: str | None = None  # the unit the cell reads (the viewer links its samples)
+    length: int | None = None
 
     def labels(self) -> set[str]:
         return set(self.scores.columns)
@@ -111,6 +113,8 @@ class PerplexityCell:
     nll: pd.DataFrame
     tokens: pd.DataFrame
     digits: int = 2
+    task: str | None = None
+    length: int | None = None
 
     def labels(self) -> set[str]:
         return set(self.nll.columns)

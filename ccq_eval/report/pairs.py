@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ccq_eval.report.formats import to_latex, to_markdown
+from ccq_eval.report.formats import DELTA_ROW, Rendered, grid
 from ccq_eval.report.paired_tests import PairedResult, p_text
 from ccq_eval.report.seeds import SEED_SUFFIX
 
@@ -57,7 +57,7 @@ def paired_results(cells: dict) -> dict[tuple[str, str], dict[str, PairedResult]
     return out
 
 
-def render_pairs(store) -> dict[str, str] | None:
+def render_pairs(store) -> Rendered | None:
     cells_by_column = paired_cells(store)
     results = paired_results(cells_by_column)
     if not results:
@@ -90,8 +90,8 @@ def render_pairs(store) -> dict[str, str] | None:
     caption = ("CCQ minus its backbone on the same samples: S-NIAH accuracy (points; exact sign test, McNemar's for "
                "0/1 scores) and perplexity (paired bootstrap over sequences); then mean ± sd of the delta over seeds")
     blank = values.where(values.isna())  # a delta has no "best" to put in bold
-    return {"csv": pd.DataFrame(long).to_csv(index=False, float_format="%.10g"),
-            "latex": to_latex(blank, cells, caption, no_best), "md": to_markdown(blank, cells, no_best)}
+    return Rendered(grid(blank, cells, caption, no_best, kinds={name: DELTA_ROW for name in cells.index}),
+                    pd.DataFrame(long).to_csv(index=False, float_format="%.10g"))
 
 
 def seed_groups(results) -> dict[tuple[str, str], list[tuple[str, str]]]:

@@ -30,9 +30,16 @@ def figure_names() -> tuple[str, ...]:
     return tuple(_suite_figures())
 
 
-def render_table(store, table: str, ci: bool = False, reference: bool = False, baseline: str | None = None,
-                 strict: bool = True, average: list[str] | None = None) -> dict[str, str] | None:
-    """{format: text} for every format (the files), or None when there is nothing to show. With
+def render_table(store, table: str, **options) -> dict[str, str] | None:
+    """{format: text} for every format (the files), or None when there is nothing to show (``options``: those
+    of table_grid)."""
+    rendered = table_grid(store, table, **options)
+    return None if rendered is None else rendered.formats()
+
+
+def table_grid(store, table: str, ci: bool = False, reference: bool = False, baseline: str | None = None,
+               strict: bool = True, average: list[str] | None = None):
+    """The table as report.formats.Rendered (its grid and CSV), or None when there is nothing to show. With
     strict=False a baseline missing from this table is skipped (tables --table all)."""
     from ccq_eval.report.frame import label_families, metrics_frame
     from ccq_eval.report.table import TableOptions, render

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ccq_eval.report.formats import to_latex, to_markdown
+from ccq_eval.report.formats import Rendered, grid
 from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
 
@@ -38,7 +38,7 @@ def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     return mean, std, count
 
 
-def render_seeds(frame: pd.DataFrame) -> dict[str, str] | None:
+def render_seeds(frame: pd.DataFrame) -> Rendered | None:
     mean, std, count = seeds_cells(frame)
     if mean.empty:
         return None
@@ -49,6 +49,5 @@ def render_seeds(frame: pd.DataFrame) -> dict[str, str] | None:
     long = (pd.concat({"mean": mean.stack(), "std": std.stack(), "seeds": count.stack()}, axis=1)
             .rename_axis(["model", "column"]).reset_index())
     caption = "Mean ± sample standard deviation over seeds (accuracy \\%, answer NLL per token, perplexity)"
-    return {"csv": long.to_csv(index=False, float_format="%.4g"),
-            "latex": to_latex(mean.rename(index=names), cells.rename(index=names), caption, direction),
-            "md": to_markdown(mean.rename(index=names), cells.rename(index=names), direction)}
+    return Rendered(grid(mean.rename(index=names), cells.rename(index=names), caption, direction),
+                    long.to_csv(index=False, float_format="%.4g"))

@@ -8,9 +8,9 @@ from typing import Callable
 
 import pandas as pd
 
-from ccq_eval.report.formats import number_cells, to_csv, to_latex, to_markdown
+from ccq_eval.report.formats import DELTA_ROW, REPORTED_ROW, Rendered, grid, number_cells, to_csv
 from ccq_eval.report.paired_tests import p_text
-from ccq_eval.report.reference import with_deltas, with_rows
+from ccq_eval.report.reference import REPORTED, with_deltas, with_rows
 
 
 @dataclass
@@ -36,8 +36,8 @@ class Table:
     compare: str = "difference"  # what --baseline adds: "difference" rows, or "ratio" rows (costs)
 
 
-def render(table: Table, options: TableOptions, families: dict[str, str] | None = None) -> dict[str, str] | None:
-    """{format: text} for every format, or None when there is nothing to show. Reference rows render
+def render(table: Table, options: TableOptions, families: dict[str, str] | None = None) -> Rendered | None:
+    """The table's grid and CSV (``.formats()``: every format), or None when there is nothing to show. Reference rows render
     even when the store has no measured rows for the table. ``families`` (label -> model family) adds a
     family column to every format."""
     measured = table.values
@@ -79,6 +79,7 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
         if csv_low.isna().all().all():
             csv_low = csv_high = None  # no interval could be formed (e.g. one sequence per corpus)
     direction = {c: table.higher_is_better(c) for c in values.columns}
-    return {"csv": to_csv(values, csv_low, csv_high, families),
-            "latex": to_latex(ranked, cells, table.caption, higher_is_better=direction, families=families),
-            "md": to_markdown(ranked, cells, higher_is_better=direction, families=families)}
+    kinds = {label: DELTA_ROW if label in compared else REPORTED_ROW for label in values.index
+             if label in compared or str(label).endswith(REPORTED)}
+    return Rendered(grid(ranked, cells, table.caption, direction, families, kinds),
+                    to_csv(values, csv_low, csv_high, families))

@@ -108,6 +108,14 @@ class Connection:
     def transaction(self):
         return Transaction(self.db)
 
+    def copy_to(self, path: str | Path) -> None:
+        """A consistent copy of the whole store at ``path`` (SQLite's online backup: writers may go on)."""
+        try:
+            with closing(sqlite3.connect(str(path))) as target:
+                self.db.backup(target)
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from exc
+
     def close(self) -> None:
         self.db.close()
 

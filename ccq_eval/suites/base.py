@@ -72,6 +72,20 @@ class SeedMetric:
 
 
 @dataclass(frozen=True)
+class SampleView:
+    """How the viewer's sample pages show this suite's samples (report/view/)."""
+
+    target: str | None = "expected"  # heading of Sample.target (None: not shown)
+    prediction: bool = True  # a generation suite shows the prediction
+    score: str = "score"  # heading of Sample.score
+    # scores 0-100 with a correct / wrong filter; correct means score > 0, as S-NIAH's stored "correct" metric counts
+    graded: bool = True
+    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, Sample.fields keys: the first present is shown)
+    depth: str | None = None  # the heading (of ``fields``) the needle-depth filter bins, in %
+    frozen: str | None = None  # the data cache folder of its frozen prompts (their context is shown, prompt_context)
+
+
+@dataclass(frozen=True)
 class Suite(ABC):
     name: str
     tasks: tuple[str, ...]  # task ids, as stored in the store and named in tasks/
@@ -93,6 +107,7 @@ class Suite(ABC):
     # older unit keys hashed the length a second time, as settings["max_length"]; such a suite keeps that
     # form so stores written then resume with nothing rerun
     length_in_key_settings: bool = False
+    sample_view: SampleView | None = None  # None: the viewer lists its metrics only (no per-sample rows)
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
@@ -123,6 +138,11 @@ class Suite(ABC):
         """column -> report.paired_tests.ScoreCell / PerplexityCell: the per-sample numbers the pairs table
         tests two labels on (none by default)."""
         return {}
+
+    def prompt_context(self, record: dict, width: int) -> dict | None:
+        """What the viewer shows of a frozen prompt record (``sample_view.frozen``): {"before", "needle", "after"}
+        with ``width`` characters each side, or None."""
+        return None
 
     def task_files(self) -> dict[str, str]:
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""

@@ -8,7 +8,7 @@ tables.py. Importing this module imports none of them.
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import Suite
+from ccq_eval.suites.base import SampleView, Suite
 
 
 class LongBenchSuite(Suite):
@@ -61,4 +61,6 @@ SUITE = LongBenchSuite(
     length_means="prompt middle-truncated to fit L with the task's generation budget",
     samples_mean="examples per task",
     length_in_key_settings=True,
+    sample_view=SampleView(target="answer", fields=(("id", ("id",)), ("prompt tokens", ("prompt_tokens",)),
+                                                   ("truncated tokens", ("truncated_tokens",)))),
 )

@@ -7,7 +7,7 @@ its intervals), figures.py (the extrapolation curves), paired.py (per-sequence N
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
+from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
 
 
 TASK_VERSION = 1.0  # of the task plugins in tasks/longppl (the selection has its own version)
@@ -68,4 +68,6 @@ SUITE = LongpplSuite(
     samples_mean="documents per corpus",
     seed_metrics=(SeedMetric("perplexity", "ppl", False),),
     fetches_data=True,
+    sample_view=SampleView(target="document", prediction=False, score="perplexity", graded=False,
+                           fields=(("tokens", ("tokens",)), ("NLL (sum)", ("nll_sum",)))),
 )

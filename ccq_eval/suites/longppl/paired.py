@@ -21,6 +21,6 @@ def paired_cells(suite, store) -> dict:
     for column, cell in frame.groupby("column", sort=False):
         nll, tokens = (cell.pivot_table(index="prompt_sha256", columns="label", values=f, aggfunc="first")
                        for f in ("nll", "tokens"))
-        cells[column] = PerplexityCell(nll, tokens)
+        cells[column] = PerplexityCell(nll, tokens, task=cell.task.iloc[0], length=int(cell.context_length.iloc[0]))
     order = {c: (suite.all_tasks.index(t), L) for c, t, L in zip(frame.column, frame.task, frame.context_length)}
     return {column: cells[column] for column in sorted(cells, key=order.get)}  # the perplexity table's order

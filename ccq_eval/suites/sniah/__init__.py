@@ -9,7 +9,7 @@ heavy ones.
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SeedMetric, Suite, SuiteOption
+from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 
 
@@ -23,6 +23,11 @@ class SniahSuite(Suite):
         from ccq_eval.suites.sniah.paired import paired_cells
 
         return paired_cells(self, store)
+
+    def prompt_context(self, record, width):
+        from ccq_eval.suites.sniah.examples import needle_context
+
+        return needle_context(record, width)
 
     def lm_eval_units(self, task, results):
         from ccq_eval.interchange.lm_eval_document import length_units
@@ -55,4 +60,7 @@ SUITE = SniahSuite(
     samples_mean="samples per task and length",
     length_in_key_settings=True,
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answer NLL", False)),
+    sample_view=SampleView(fields=(("depth", ("depth_used", "depth")), ("key", ("key",)),
+                                   ("answer NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
+                           depth="depth", frozen="sniah"),
 )

@@ -25,3 +25,20 @@ def sniah_1_example(rng: random.Random, characters: int) -> tuple[str, str]:
     units = max(0, (characters - bare) // (len(sniah.REPEAT_FILLER) + 1))  # one filler line and its newline
     record = sniah.sample(variant, units, key, value, placement, None)
     return sniah.prompt_of(record) + " ", value + "."
+
+
+def needle_context(record: dict, width: int) -> dict | None:
+    """The needle's sentence of a frozen prompt record with ``width`` characters of haystack each side:
+    {"before", "needle", "after"}, or None when the prompt holds no needle for its key and value."""
+    import re
+
+    prompt, value = record.get("input"), (record.get("outputs") or [None])[0]
+    if not isinstance(prompt, str) or not isinstance(value, str) or not isinstance(record.get("key"), str):
+        return None
+    needle = re.escape(sniah.NEEDLE).replace(r"\{type_plural\}", r"\w+")
+    needle = needle.replace(r"\{key\}", re.escape(record["key"])).replace(r"\{value\}", re.escape(value))
+    found = re.search(needle, prompt)
+    if found is None:
+        return None
+    start, end = found.span()
+    return {"before": prompt[max(0, start - width):start], "needle": prompt[start:end], "after": prompt[end:end + width]}

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.frame import latest_samples
+from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, series_of
 from ccq_eval.suites.base import format_length
 
 
@@ -35,31 +36,34 @@ def panel_grid(count: int) -> tuple[int, int]:
 
 
 def depth_figure(suite, store):
-    """The needle heatmap: depth (10% bins) x context length, one panel per (task, label), wrapped into
-    rows of at most five panels, task by task."""
+    """The needle heatmap: depth (10% bins) x context length, one panel per (task, model), wrapped into
+    rows of at most five panels, task by task; a CCQ model's panel beside its backbone's, a model's seeds
+    pooled into one panel (report/series.py)."""
     plt = pyplot()
     frame = depth_frame(store)
     if frame.empty:
         return None
     frame["bin"] = np.minimum((frame.depth // 10).astype(int), 9)
-    labels, tasks = sorted(frame.label.unique()), [t for t in suite.tasks if t in set(frame.task)]
+    tasks = [t for t in suite.tasks if t in set(frame.task)]
     lengths = sorted(frame.context_length.unique())
     present = set(zip(frame.task, frame.label))
-    panels = [(task, label) for task in tasks for label in labels if (task, label) in present]  # no empty panels
+    panels = [(task, series) for task in tasks for series in series_of(frame.label.unique())
+              if any((task, label) in present for label in series.labels)]  # no empty panels
     rows, columns = panel_grid(len(panels))
     width = min(PANEL_INCHES[0], 1.2 + 0.45 * len(lengths))
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 0.9, PANEL_INCHES[1] * rows),
                              squeeze=False, constrained_layout=True)
     image = None
-    for index, (task, label) in enumerate(panels):
+    for index, (task, series) in enumerate(panels):
         ax = axes[index // columns, index % columns]
-        sub = frame[(frame.task == task) & (frame.label == label)]
+        sub = frame[(frame.task == task) & frame.label.isin(series.labels)]
         grid = sub.pivot_table(index="bin", columns="context_length", values="score", aggfunc="mean")
         grid = grid.reindex(index=range(10), columns=lengths)
         image = ax.imshow(grid.values, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto", origin="upper")
         ax.set_xticks(range(len(lengths)), [format_length(L) for L in lengths], fontsize=7)
         ax.set_yticks(range(10), [f"{10 * b}%" for b in range(10)] if index % columns == 0 else [], fontsize=7)
-        ax.set_title(f"{plot_label(label)} · {suite.display[task]}", fontsize=8)
+        ax.set_title(f"{plot_label(series.display)} · {suite.display[task]}", fontsize=8,
+                     color=series.colour if series.role in (BACKBONE, TRAINED_CCQ) else "black")
         if index % columns == 0:
             ax.set_ylabel("needle depth", fontsize=8)
         if index + columns >= len(panels):  # the lowest panel of its column

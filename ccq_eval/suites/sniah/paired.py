@@ -16,7 +16,8 @@ def paired_cells(suite, store) -> dict:
     frame["column"] = [column_name(suite, t, h, L) + " acc" for t, h, L in zip(frame.task, haystacks, frame.context_length)]
     frame["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)  # the accuracy table's order
                       for t, h, L in zip(frame.task, haystacks, frame.context_length)]
-    cells = {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"))
+    cells = {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"),
+                               task=cell.task.iloc[0], length=int(cell.context_length.iloc[0]))
              for column, cell in frame.groupby("column", sort=False)}
     order = dict(zip(frame.column, frame.order))
     return {column: cells[column] for column in sorted(cells, key=order.get)}

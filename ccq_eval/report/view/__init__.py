@@ -1,0 +1,58 @@
+"""`ccq-eval view`: the store as one self-contained HTML file that opens from disk with no server and makes no
+request. content.py reads what the pages show (through the store's named reads and the report registry),
+samples.py and compare.py the sample and compare pages' data, figures.py the figures as inert SVG, page.py
+the file itself (its Content-Security-Policy, the escaped JSON), assets/ the page's script and style."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def narrowed_to(store, labels: list[str] | None):
+    """The store itself, or a temporary copy holding only the runs of ``labels`` (so that every table, figure
+    and pair is drawn from those labels alone)."""
+    if not labels:
+        yield store
+        return
+    from ccq_eval.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="ccq-eval-view-") as folder:
+        copy = Path(folder) / "labels.db"
+        store.copy_to(copy)
+        narrowed = Store(copy)
+        for run in narrowed.runs():
+            if run.label not in labels:
+                narrowed.delete_run(run.id)
+        try:
+            yield narrowed
+        finally:
+            narrowed.close()
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Written beside ``path`` under a temporary name, then renamed: nobody opens half a report."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(store, out: Path, labels: list[str] | None = None, baseline: str | None = None,
+                 compare: list[tuple[str, str]] = (), whole_prompts: bool = False) -> int:
+    """Writes the report of ``store`` to ``out``; returns its size in bytes."""
+    from ccq_eval.report.view.content import figure_entries, report_content
+    from ccq_eval.report.view.page import page
+
+    with narrowed_to(store, labels) as source:
+        text = page(report_content(source, baseline, compare, whole_prompts), figure_entries(source))
+    write_atomically(out, text)
+    return len(text.encode("utf-8"))
