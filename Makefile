@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-interpreter test-install demo bench install lock clean
+.PHONY: test test-interpreter test-browser test-install demo bench install lock clean
 
 install: $(STAMP)
 
@@ -28,13 +28,22 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 # --dist loadfile keeps a file's tests on one worker: some share a module's store in order
 test: $(STAMP)
-	$(PYTEST) --dist loadfile
+	$(PYTEST) --dist loadfile --ignore=tests/browser
 	$(MAKE) test-interpreter
 
 # fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
 # before triton is imported); tests/interpreter/patches.py holds the three patches it needs
 test-interpreter: $(STAMP)
 	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter
+
+# the HTML report in headless Chromium (Debian's chromium + chromium-driver); one line and success where they are
+# absent, a failure where CCQ_EVAL_REQUIRE_BROWSER is set (.ci/run installs them and sets it)
+test-browser: $(STAMP)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		OMP_NUM_THREADS=1 $(PY) -m pytest -q tests/browser; \
+	elif [ -n "$$CCQ_EVAL_REQUIRE_BROWSER" ]; then \
+		echo "test-browser: Chromium is absent (apt-get install chromium chromium-driver)"; exit 1; \
+	else echo "test-browser: skipped: Chromium is absent (apt-get install chromium chromium-driver)"; fi
 
 # pip install into a fresh environment that already holds the oldest versions pyproject.toml allows (and
 # transformers, pandas, huggingface-hub older than the lock's): nothing of it is replaced, and ccq-eval runs and

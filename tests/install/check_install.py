@@ -4,7 +4,7 @@
    floors.py): torch 2.13, transformers 5.6.2, pandas 2.2.3, huggingface-hub 1.31, ... (several older than
    constraints.txt, the lock make installs).
 2. ``pip install <repository>`` there (ranges only, no lock) must add ccq-eval and change nothing else.
-3. The installed package runs from outside the repository: ``ccq-eval env``, an S-NIAH run, its table.
+3. The installed package runs from outside the repository: ``ccq-eval env``, an S-NIAH run, its table, its report.
 4. The tests that lean on those libraries' APIs pass there (models and generation, hub downloads, tables).
 
 Reaches the package registry, as ``make install`` does; the tests themselves stay offline.
@@ -74,7 +74,10 @@ def main() -> None:
     table = run(cli, "tables", "--store", store, "--table", "sniah", "--out", work / "tables", cwd=work, env=env)
     if "gla-tiny" not in table:
         sys.exit(f"check_install: the sniah table has no gla-tiny row:\n{table}")
-    print("the installed ccq-eval ran S-NIAH and rendered its table")
+    run(cli, "view", "--store", store, "--out", work / "report.html", cwd=work, env=env)
+    if 'id="report-data"' not in (work / "report.html").read_text():  # the page's script and style ship with it
+        sys.exit("check_install: ccq-eval view wrote no report")
+    print("the installed ccq-eval ran S-NIAH and rendered its table and report")
 
     run(*pip, "--no-deps", "-e", str(REPO), cwd=work)  # the repository's tests import the repository's code
     run(*pip, *floors(extra="test"), cwd=work)
