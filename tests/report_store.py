@@ -26,44 +26,72 @@ def _run(store: Store, label: str) -> str:
                                          "machine": {"threads": {"torch": 16}}}})
 
 
-def _unit(store, run, label, suite, task, length, metrics, samples, status="complete", reason=None):
+def _unit(store, run, label, suite, task, length, metrics, samples, status="complete", reason=None, fingerprint=None):
     metric_rows = [{"label": label, "model": label, "metric": name, "value": value, "n": len(samples) or 1,
                     "higher_is_better": higher, "is_primary": primary} for name, value, higher, primary in metrics]
     store.write_unit({"run_id": run, "suite": suite, "task": task, "context_length": length,
                       "unit_key": f"{label}/{suite}/{task}/{length}", "status": status, "reason": reason,
-                      "started": STARTED, "finished": STARTED, "settings": {"haystack": None}},
+                      "started": STARTED, "finished": STARTED, "settings": {"haystack": None},
+                      "dataset_fingerprint": fingerprint},
                      metric_rows if status == "complete" else [], samples if status == "complete" else [])
 
 
-def sniah_samples(rng: random.Random, accuracy: float, n: int, hostile: bool, seed_prompts: int = 0) -> list[dict]:
+def sniah_samples(rng: random.Random, accuracy: float, n: int, hostile: bool) -> list[dict]:
     out = []
     for i in range(n):
         right = rng.random() < accuracy
         value = str(rng.randrange(10 ** 6, 10 ** 7))
         prediction = HOSTILE if hostile and i == 0 else (value if right else str(rng.randrange(10 ** 6, 10 ** 7)) +
                                                           ". The special magic number for the key mentioned is")
-        out.append({"idx": i, "prompt_sha256": f"p{seed_prompts}-{i}", "target": value, "prediction": prediction,
+        out.append({"idx": i, "prompt_sha256": f"p{value}-{i}", "target": value, "prediction": prediction,
                     "score": 100.0 if prediction == value else 0.0,
                     "fields": {"depth": float(i * 37 % 100), "depth_used": float(i * 37 % 100), "key": f"key-{i}",
                                "answer_nll": rng.random() * (0.1 if right else 8), "prompt_tokens": 900}})
     return out
 
 
+FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+
+
+def freeze_prompts(task: str, length: int, rows: list[dict]) -> str:
+    """The unit's prompts frozen in the data cache ($CCQ_EVAL_CACHE) as the S-NIAH generator freezes them (the
+    needle at its depth in a haystack of about 4 characters per token); returns their content hash."""
+    from ccq_eval.data.cache import cache_root, freeze
+    from ccq_eval.suites.sniah.data import NEEDLE
+
+    records = []
+    for row in rows:
+        haystack = FILLER * max(1, length * 4 // len(FILLER))
+        cut = int(len(haystack) * row["fields"]["depth"] / 100)
+        needle = NEEDLE.format(type_plural="numbers", key=row["fields"]["key"], value=row["target"])
+        records.append({"index": row["idx"], "input": haystack[:cut] + needle + " " + haystack[cut:],
+                        "outputs": [row["target"]], "key": row["fields"]["key"], "depth": row["fields"]["depth"]})
+    return freeze(cache_root() / "sniah" / f"{task}-L{length}-n{len(rows)}-report.jsonl", records, {"task": task})
+
+
 def build_store(path: Path, labels=("gla", "ccq-gla"), sniah_tasks=("sniah_1", "sniah_2"), lengths=(1024, 2048),
                 samples: int = 20, longbench_tasks=LONGBENCH[:2], longbench_samples: int = 5,
                 longppl_corpora=LONGPPL[:2], longppl_lengths=(4096, 6144), documents: int = 4,
-                lm_tasks=LM[:3], hostile: bool = True, failed: bool = True) -> Store:
+                lm_tasks=LM[:3], hostile: bool = True, failed: bool = True, frozen: bool = False) -> Store:
+    """``frozen``: freeze the S-NIAH prompts in the data cache too (the report shows each needle in context)."""
     store = Store(path)
     for rank, label in enumerate(labels):
         rng = random.Random(rank)
         run = _run(store, label)
         for task in sniah_tasks:
             for length in lengths:
-                rows = sniah_samples(rng, 0.9 - 0.3 * rank, samples, hostile and rank == 0)
+                rows = sniah_samples(random.Random(f"{task}{length}"), 1.0, samples, False)  # the prompts
+                fingerprint = freeze_prompts(task, length, rows) if frozen else None
+                for row in rows:  # this model's answers to them
+                    right = rng.random() < 0.9 - 0.3 * rank
+                    row["prediction"] = row["target"] if right else str(rng.randrange(10 ** 6, 10 ** 7))
+                    row["score"] = 100.0 if right else 0.0
+                if hostile and rank == 0:
+                    rows[0]["prediction"], rows[0]["score"] = HOSTILE, 0.0
                 score = sum(r["score"] for r in rows) / len(rows)
                 _unit(store, run, label, "sniah", task, length,
                       [("score", score, True, True), ("correct", float(sum(r["score"] > 0 for r in rows)), True, False)],
-                      rows)
+                      rows, fingerprint=fingerprint)
         for task in longbench_tasks:
             rows = [{"idx": i, "prompt_sha256": f"lb-{task}-{i}", "target": f"answer {i}", "prediction": f"pred {i} " * 20,
                      "score": rng.random() * 100, "fields": {"id": f"id{i}", "prompt_tokens": 15000, "truncated_tokens": 0}}

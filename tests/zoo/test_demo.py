@@ -2,6 +2,9 @@
 samples): every evaluation lands in one store, the sweep rows carry S-NIAH-1 only, the shipped corpora
 give the perplexity columns, and the seeds table groups NAME with NAME-s1."""
 
+import json
+import re
+
 import pandas as pd
 import pytest
 
@@ -45,6 +48,11 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     for name in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
+    report = (out / "report.html").read_text()  # the report of the same store: every label, both figures, the pairs
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', report, re.S).group(1))
+    assert {run["label"] for run in data["runs"]} == set(sniah.index)
+    assert {(e["a"], e["b"]) for e in data["compare"]} >= {("gla-tiny", "gla-tiny+ccq0.3"), ("gdn-tiny", "gdn-tiny+ccq0.3")}
+    assert 'data-figure="longppl"' in report and 'data-figure="sniah-depth"' in report
 
 
 def test_demo_refuses_a_missing_zoo_model(tmp_path, monkeypatch, capsys):

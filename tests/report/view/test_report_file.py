@@ -208,3 +208,77 @@ def test_a_failed_write_leaves_no_report_and_no_temporary_file(tmp_path, monkeyp
         write_report(store, out)
     assert out.read_text() == "the previous report"
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("ccq.db")) == ["report.html"]
+
+
+def test_the_needle_is_shown_in_context_from_the_frozen_prompts(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    store = build_store(tmp_path / "ccq.db", labels=("gla",), samples=6, longbench_tasks=(), longppl_corpora=(),
+                        lm_tasks=(), frozen=True)
+    for whole in (False, True):
+        write_report(store, tmp_path / "r.html", whole_prompts=whole)
+        html = (tmp_path / "r.html").read_text()
+        data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
+        unit = next(u for u in data["units"] if (u["task"], u["length"]) == ("sniah_1", 2048))
+        for row, context in zip(unit["rows"], unit["context"]):
+            assert context["needle"] == f"One of the special magic numbers for {row[5]} is: {row[1]}."
+            assert len(context["before"]) <= 300 and len(context["after"]) <= 300
+            assert len(context["before"]) + len(context["after"]) >= 300  # haystack around it, on either side
+            assert ("prompt" in context) == whole
+        if not whole:
+            small = len(html)
+    assert len(html) > small + 6 * 4 * 2048 * 3  # whole prompts only when asked for
+    cache = next((tmp_path / "cache" / "sniah").glob("sniah_1-L2048*.jsonl"))
+    cache.write_text(cache.read_text().replace("green", "GREEN"))  # edited since the run: no context is shown
+    write_report(store, tmp_path / "r.html")
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', (tmp_path / "r.html").read_text(), re.S).group(1))
+    assert "context" not in next(u for u in data["units"] if (u["task"], u["length"]) == ("sniah_1", 2048))
+
+
+def test_series_pair_each_ccq_model_with_its_backbone_and_band_the_seeds():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, TRAINING_FREE_CCQ, plot_series, series_of
+
+    labels = ["gla", "gla-s1", "gla-s2", "ccq-gla", "gla+ccq0.3", "mamba"]
+    series = {s.name: s for s in series_of(labels)}
+    assert series["gla"].labels == ("gla", "gla-s1", "gla-s2") and series["gla"].role == BACKBONE
+    assert (series["ccq-gla"].role, series["gla+ccq0.3"].role) == (TRAINED_CCQ, TRAINING_FREE_CCQ)
+    assert series["gla"].colour == series["ccq-gla"].colour != series["mamba"].colour
+    assert (series["gla"].linestyle, series["ccq-gla"].linestyle) == ("--", "-")
+    lines = {"gla": ([1, 2], [10.0, 20.0]), "gla-s1": ([1, 2], [12.0, 18.0]), "gla-s2": ([1, 2], [14.0, 25.0])}
+    fig, ax = plt.subplots()
+    plot_series(ax, series["gla"], lines, "gla")
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == [12.0, 21.0]  # the mean over seeds
+    band = ax.collections[0].get_paths()[0].vertices
+    assert np.isclose(band[:, 1].min(), 10.0) and np.isclose(band[:, 1].max(), 25.0)  # lowest to highest seed
+    plt.close(fig)
+
+
+def test_a_figure_that_could_act_is_refused():
+    from ccq_eval.report.view.figures import UnsafeFigure, check_inert
+
+    ns = 'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
+    check_inert(f'<svg {ns}><g><path d="M0 0"/><use xlink:href="#m1"/><image xlink:href="data:image/png;base64,AA"/></g></svg>')
+    for bad in ("<script>alert(1)</script>", '<g onload="x()"/>', '<image xlink:href="http://example.com/x.png"/>',
+                "<foreignObject><div/></foreignObject>"):
+        with pytest.raises(UnsafeFigure):
+            check_inert(f"<svg {ns}>{bad}</svg>")
+
+
+def test_a_hostile_label_in_a_figure_is_text(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from ccq_eval.report.view.figures import figure_svg
+
+    label = '<script>alert(1)</script>-->'
+    store = build_store(tmp_path / "ccq.db", labels=(label,), samples=4, longbench_tasks=(), lm_tasks=(),
+                        hostile=False, failed=False)
+    svg = figure_svg(store, "longppl")
+    root = ET.fromstring(svg)
+    assert not [e for e in root.iter() if e.tag.endswith("script")]
+    assert any(label in "".join(e.itertext()) for e in root.iter())

@@ -309,6 +309,7 @@ function route() {
   else if (name === "compare") parts.length >= 3 ? comparePage(section, parts[1], parts[2]) : compareIndex(section);
   else if (name !== "figures") missing(section, "No page " + location.hash + " in this report.");
   document.title = "ccq-eval report · " + name;
+  performance.mark("page-shown");  // benchmarks/viewer_scale.py reads when the first page was drawn
 }
 
 document.getElementById("summary").append(DATA.runs.length
