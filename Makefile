@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-interpreter test-browser test-install demo bench install lock clean
+.PHONY: test test-processes test-interpreter test-browser test-install demo bench install lock clean
 
 install: $(STAMP)
 
@@ -28,8 +28,13 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 # --dist loadfile keeps a file's tests on one worker: some share a module's store in order
 test: $(STAMP)
-	$(PYTEST) --dist loadfile --ignore=tests/browser
+	$(PYTEST) --dist loadfile --ignore=tests/browser -m "not processes"
 	$(MAKE) test-interpreter
+
+# the tests that start, kill and race whole ccq-eval processes (SIGKILL / SIGTERM / SIGINT mid-run, concurrent
+# labelled writers, two-process data parallel, the loopback hub): about 6 minutes; CI runs them after make test
+test-processes: $(STAMP)
+	$(PYTEST) --dist loadfile --ignore=tests/browser -m processes
 
 # fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
 # before triton is imported); tests/interpreter/patches.py holds the three patches it needs

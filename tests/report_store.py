@@ -36,17 +36,14 @@ def _unit(store, run, label, suite, task, length, metrics, samples, status="comp
                      metric_rows if status == "complete" else [], samples if status == "complete" else [])
 
 
-def sniah_samples(rng: random.Random, accuracy: float, n: int, hostile: bool) -> list[dict]:
+def sniah_prompts(rng: random.Random, n: int) -> list[dict]:
+    """n S-NIAH sample rows (prompt hash, expected value, needle depth and key), answered by build_store."""
     out = []
     for i in range(n):
-        right = rng.random() < accuracy
         value = str(rng.randrange(10 ** 6, 10 ** 7))
-        prediction = HOSTILE if hostile and i == 0 else (value if right else str(rng.randrange(10 ** 6, 10 ** 7)) +
-                                                          ". The special magic number for the key mentioned is")
-        out.append({"idx": i, "prompt_sha256": f"p{value}-{i}", "target": value, "prediction": prediction,
-                    "score": 100.0 if prediction == value else 0.0,
+        out.append({"idx": i, "prompt_sha256": f"p{value}-{i}", "target": value,
                     "fields": {"depth": float(i * 37 % 100), "depth_used": float(i * 37 % 100), "key": f"key-{i}",
-                               "answer_nll": rng.random() * (0.1 if right else 8), "prompt_tokens": 900}})
+                               "prompt_tokens": 900}})
     return out
 
 
@@ -80,12 +77,13 @@ def build_store(path: Path, labels=("gla", "ccq-gla"), sniah_tasks=("sniah_1", "
         run = _run(store, label)
         for task in sniah_tasks:
             for length in lengths:
-                rows = sniah_samples(random.Random(f"{task}{length}"), 1.0, samples, False)  # the prompts
+                rows = sniah_prompts(random.Random(f"{task}{length}"), samples)
                 fingerprint = freeze_prompts(task, length, rows) if frozen else None
                 for row in rows:  # this model's answers to them
                     right = rng.random() < 0.9 - 0.3 * rank
-                    row["prediction"] = row["target"] if right else str(rng.randrange(10 ** 6, 10 ** 7))
+                    row["prediction"] = row["target"] if right else f"{rng.randrange(10 ** 6, 10 ** 7)}. The special magic"
                     row["score"] = 100.0 if right else 0.0
+                    row["fields"] = {**row["fields"], "answer_nll": rng.random() * (0.1 if right else 8)}
                 if hostile and rank == 0:
                     rows[0]["prediction"], rows[0]["score"] = HOSTILE, 0.0
                 score = sum(r["score"] for r in rows) / len(rows)

@@ -67,6 +67,8 @@ def test_every_fragment_opens_its_page(page):
     assert all(f.size["width"] > 300 for f in figures.find_elements("css selector", "figure svg"))
     unit = open_page(driver, url, fragment("samples", "ORG/gla", "sniah_2", 2048))
     assert unit.find_element("tag name", "h2").text == "ORG/gla · S2 · 2K"
+    as_tables_write_it = open_page(driver, url, fragment("samples", "ORG/gla", "sniah_2", "2K"))
+    assert as_tables_write_it.find_element("tag name", "h2").text == "ORG/gla · S2 · 2K"
     assert open_page(driver, url, "#nowhere").get_attribute("id") == "page-missing"
 
 

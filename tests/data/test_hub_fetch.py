@@ -28,6 +28,8 @@ from ccq_eval.suites.longppl.sources import deduplicate, strip_scrolls_query
 from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
 from tests.hub_mirror import HubMirror, MirrorRepo
 
+pytestmark = pytest.mark.processes  # a loopback hub and a ccq-eval process per test: make test-processes
+
 ROOT = Path(__file__).resolve().parents[2]
 SCROLLS_COMMIT = "1" * 40  # what `main` of the mirror's tau/scrolls points at (no pin exists for it)
 WORDS = "the report finds that river levels rose while the budget for flood defences fell".split()

@@ -62,6 +62,7 @@ def test_nan_weights_fail_every_sniah_unit_with_the_reason_not_a_store_error(tmp
 
 
 @pytest.mark.e2e
+@pytest.mark.processes
 def test_sigterm_ends_the_run_as_interrupted_and_it_resumes(tmp_path):
     cmd, env, store = cli_command(tmp_path, "gla", samples=10)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -57,6 +57,7 @@ def test_cli_maps_a_failed_write_to_exit_1(monkeypatch, capsys):
 
 
 @pytest.mark.e2e
+@pytest.mark.processes
 def test_sigint_prints_what_finished_and_resumes(tmp_path):
     cmd, env, store = cli_command(tmp_path, "gla", samples=10)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -99,6 +100,7 @@ def test_bad_shards(tokenizer_dir, tmp_path, shard, message):
 
 
 @pytest.mark.e2e
+@pytest.mark.processes
 def test_two_process_data_parallel_equals_one_process(tmp_path):
     """Two CPU processes under torch's launcher (what `accelerate launch --multi_gpu` runs on GPUs;
     accelerate's own CPU mode needs MPI), gloo backend: the ranks split the prompts, rank 0 alone

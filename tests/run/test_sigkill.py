@@ -12,6 +12,7 @@ from tests.helpers import cli_command, unit_rows
 
 
 @pytest.mark.e2e
+@pytest.mark.processes
 def test_sigkill_at_random_points_never_leaves_a_partial_unit(tmp_path):
     """Killed at seeded random moments (start-up, mid-unit, mid-write): every stored unit is whole,
     and the final rerun completes the set with no duplicates."""

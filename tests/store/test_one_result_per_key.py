@@ -79,6 +79,7 @@ WRITERS = {4: [("W0", None), ("W0", None), ("W1", None), ("W2", None)],
            8: [*((f"W{i}", None) for i in range(6)), ("C", "0/2"), ("C", "1/2")]}
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("writers", sorted(WRITERS))
 def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_dir, tmp_path, writers):
     """A label names a model in tables, it is not part of a unit's identity: runs of one model under several labels,

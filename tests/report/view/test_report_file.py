@@ -8,10 +8,7 @@ import hashlib
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +16,6 @@ from ccq_eval.report.view import write_report
 from ccq_eval.report.view.page import embedded_json
 from ccq_eval.store import Store
 from tests.report_store import HOSTILE, build_store
-
-ROOT = Path(__file__).resolve().parents[3]
-
 
 class Elements(HTMLParser):
     """Every start tag with its attributes, and the text of each script block."""
@@ -152,12 +146,17 @@ def test_labels_narrow_every_page_and_leave_the_store_alone(tmp_path):
     assert (tmp_path / "ccq.db").read_bytes() == before
 
 
-def _view(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "ccq_eval", "view", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+def _view(capsys, *args):
+    """`ccq-eval view ARGS` in process (the CLI's own main): (exit code, stdout, stderr)."""
+    from ccq_eval.cli import main
+
+    capsys.readouterr()
+    code = main(["view", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_bad_inputs_are_one_line_and_write_nothing(tmp_path):
+def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys):
     not_a_store = tmp_path / "notes.db"
     not_a_store.write_text("hello")
     newer = tmp_path / "newer.db"
@@ -175,20 +174,19 @@ def test_bad_inputs_are_one_line_and_write_nothing(tmp_path):
              (["--store", str(good), "--out", str(tmp_path / "file" / "r.html")], "is a file, not a folder"),
              (["--store", str(good), "--labels", "gla,nope"], "'nope': not in")]
     for args, said in cases:
-        result = _view(*args, "--out", str(tmp_path / "out.html")) if "--out" not in args else _view(*args)
-        assert result.returncode == 2, (args, result.stderr)
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and said in lines[0], (args, result.stderr)
+        code, _, err = _view(capsys, *args, *([] if "--out" in args else ["--out", str(tmp_path / "out.html")]))
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and said in lines[0], (args, err)
     assert not (tmp_path / "out.html").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
         "file", "good.db", "newer.db", "notes.db"]
 
 
-def test_the_default_report_sits_beside_the_store_and_an_empty_store_says_so(tmp_path):
+def test_the_default_report_sits_beside_the_store_and_an_empty_store_says_so(tmp_path, capsys):
     Store(tmp_path / "ccq.db").close()
-    result = _view("--store", str(tmp_path / "ccq.db"))
-    assert result.returncode == 0, result.stderr
-    assert f"written: {tmp_path / 'report.html'}" in result.stdout
+    code, out, err = _view(capsys, "--store", str(tmp_path / "ccq.db"))
+    assert code == 0, err
+    assert f"written: {tmp_path / 'report.html'}" in out
     html = (tmp_path / "report.html").read_text()
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
     assert data["runs"] == [] and data["units"] == [] and "No figure" in html

@@ -100,6 +100,7 @@ PINNED_PREDICTIONS_SHA256 = "7c7ae65b356f010ac7d1a1a1f6071415ffd2d19a2e62ac10d96
 
 
 @pytest.mark.e2e
+@pytest.mark.processes
 def test_sigkill_mid_run_then_resume(tmp_path):
     cmd, env, store = cli_command(tmp_path, "ccq_gla", samples=12)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -132,7 +132,9 @@ function compareValues(a, b) {
 }
 
 function unitPage(section, label, task, length) {
-  const unit = findUnit(label, task, Number(length));
+  // a length as the tables write it ("4K") or in tokens ("4096")
+  const tokens = /^\d+[kK]$/.test(length) ? parseInt(length, 10) * 1024 : Number(length);
+  const unit = findUnit(label, task, tokens);
   if (!unit) {
     missing(section, "No complete unit of " + label + " / " + task + " / " + length + " in this report.");
     return;
