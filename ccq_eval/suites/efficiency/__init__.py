@@ -1,7 +1,8 @@
 """Cost: prefill and decoding throughput, peak memory and the cache's size against context length, for any
 checkpoint (the paper's claim that CCQ keeps a constant state and the linear-time read). Everything only this
 suite knows lives in this folder: measure.py (timing, memory, cache bytes), analytic.py (the cache size counted
-from the config), driver.py, tables.py, figures.py. Importing this module imports none of them.
+from the config), recall_state.py (retrieval accuracy against the state's bytes), driver.py, tables.py, figures.py.
+Importing this module imports none of them.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ SUITE = EfficiencySuite(
     default_samples=3,  # timed repeats per length (after one warm-up); the median is stored
     display={"efficiency_cost": "cost"},
     in_all=False,
-    table_builders={"efficiency": "cost_table"},
-    figure_drawers={"efficiency": "cost_figure"},
+    table_builders={"efficiency": "cost_table", "recall-state": "recall_state_table"},
+    figure_drawers={"efficiency": "cost_figure", "recall-state": "recall_state_figure"},
     length_means="prompt of L tokens, then decoding",
     samples_mean="timed repeats per length",  # timings beside other suites' work would measure the machine's load, not the model
 )

@@ -31,3 +31,44 @@ def cost_figure(suite, store):
             ax.set_yscale("log")
     legend_beside(fig, axes, all_series)
     return fig
+
+
+def recall_state_figure(suite, store):
+    """Mean retrieval accuracy against state MiB (log scale), a point per model and length (labelled with the
+    length; a model's seeds averaged), each CCQ model joined to its backbone at the same length by a thin line."""
+    from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, TRAINING_FREE_CCQ
+    from ccq_eval.suites.base import format_length
+    from ccq_eval.suites.efficiency.recall_state import MIB, state_points
+
+    points = state_points(store, metrics_frame(store))
+    if points.empty or points.state_bytes.isna().all():
+        return None
+    points = points.dropna(subset=["state_bytes", "mean"])
+    if points.empty:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
+    all_series = series_of(points.label.unique())
+    means = {series.name: points[points.label.isin(series.labels)].groupby("length")[["state_bytes", "mean"]].mean()
+             for series in all_series}  # a model's seeds: one point per length, their mean
+    backbones = {series.group: series.name for series in all_series if series.role == BACKBONE}
+    for series in all_series:
+        base = means.get(backbones.get(series.group)) if series.role in (TRAINED_CCQ, TRAINING_FREE_CCQ) else None
+        for length in [] if base is None else means[series.name].index.intersection(base.index):
+            ours, theirs = means[series.name].loc[length], base.loc[length]
+            ax.plot([theirs.state_bytes / MIB, ours.state_bytes / MIB], [theirs["mean"], ours["mean"]], color="grey",
+                    lw=0.7, zorder=1)
+    for series in all_series:
+        mine = means[series.name]
+        ax.scatter(mine.state_bytes / MIB, mine["mean"], color=series.colour, marker=series.marker, s=28, zorder=2,
+                   label=plot_label(series.display), facecolors="none" if series.role == BACKBONE else series.colour)
+        for length, row in mine.iterrows():
+            ax.annotate(format_length(int(length)), (row.state_bytes / MIB, row["mean"]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points", color="dimgrey")
+    ax.set_xscale("log")
+    ax.set_xlabel("state held at that length (MiB, log scale)")
+    ax.set_ylabel("retrieval accuracy (%, mean of tasks)")
+    ax.set_ylim(-3, 103)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, frameon=False,
+               title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
+    return fig

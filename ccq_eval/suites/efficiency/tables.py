@@ -36,3 +36,13 @@ def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
                          "each model's numbers as a multiple of the baseline's")
 
 
+
+
+def recall_state_table(suite, frame: pd.DataFrame, store, options) -> Table:
+    from ccq_eval.suites.efficiency.recall_state import recall_frame, state_points
+
+    return Table(values=recall_frame(state_points(store, frame)), digits=3,
+                 higher_is_better=lambda column: not column.startswith("state"),
+                 caption="Recall against state: retrieval accuracy (\\%) of each model at each length beside the "
+                         "bytes of state it holds there (MiB; measured by the efficiency suite, else counted from "
+                         "the config), and the mean accuracy per MiB")

@@ -1,0 +1,84 @@
+"""Recall against state size (Zoology's and Based's plot, for pretrained checkpoints): one point per model and
+context length, its retrieval accuracy (each needle task and their mean) against the bytes of state it holds at
+that length. The bytes are the efficiency suite's measurement of the model's own cache at that length when the
+store has one, otherwise the count from the run's config and dtype (analytic.py), and each point says which.
+
+Here the state is what inference holds, dtype included: the recurrent state (float32) plus the short-convolution
+state and CCQ's statistics, or the KV cache of an attention model, for batch 1. Zoology's ``state_size()``
+counts elements of the recurrent state alone (no dtype, no convolution state), so its numbers are smaller by the
+element size and the convolution term."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ccq_eval.suites.base import format_length
+from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+
+RETRIEVAL_SUITES = ("sniah",)  # suites whose primary score is retrieval accuracy (%)
+MEASURED, COUNTED = "measured", "config"
+MIB = 1 << 20
+
+
+def _configs(store) -> dict[str, tuple[dict, str]]:
+    """label -> (model config, dtype) of its latest run."""
+    found = {}
+    for run in store.runs():
+        if isinstance(run.model_config, dict):
+            found[run.label] = (run.model_config, run.dtype)
+    return found
+
+
+def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | None:
+    """The config's count, or None where it has none (a family analytic.py does not count, or a stored config
+    that lacks the fields: a hand-made or ingested store)."""
+    if config_and_dtype is None:
+        return None
+    try:
+        return analytic_cache_bytes(config_and_dtype[0], length, config_and_dtype[1])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows: label, length, one column per retrieval task (display name), their mean (only where the point has
+    every task: a mean over fewer would not compare), state_bytes, state_from."""
+    if frame.empty:
+        return pd.DataFrame()
+    from ccq_eval.suites import SUITES
+
+    scores = frame[frame.suite.isin(RETRIEVAL_SUITES) & (frame.is_primary == 1)]
+    if scores.empty:
+        return pd.DataFrame()
+    display = {task: SUITES[suite].display.get(task, task) for suite, task in zip(scores.suite, scores.task)}
+    accuracy = scores.pivot_table(index=["label", "context_length"], columns="task", values="value", aggfunc="last")
+    tasks = [t for suite in RETRIEVAL_SUITES for t in SUITES[suite].all_tasks if t in accuracy.columns]
+    accuracy = accuracy[tasks].rename(columns=display)
+    accuracy["mean"] = accuracy.mean(axis=1).where(accuracy.notna().all(axis=1))  # over every task, or none
+    cache = frame[(frame.suite == "efficiency") & (frame.metric == "cache_bytes")]
+    measured = {(label, L): value for label, L, value in zip(cache.label, cache.context_length, cache.value)}
+    configs = _configs(store)
+    rows = []
+    for (label, length), row in accuracy.iterrows():
+        if (label, length) in measured:
+            state, source = measured[(label, length)], MEASURED
+        else:
+            state = counted(configs.get(label), int(length))
+            source = COUNTED if state is not None else None
+        rows.append({"label": label, "length": int(length), **row.to_dict(), "state_bytes": state, "state_from": source})
+    return pd.DataFrame(rows)
+
+
+def recall_frame(points: pd.DataFrame) -> pd.DataFrame:
+    """The table's numbers: one row per point ("label · 1K"), accuracies, the state in MiB as measured or as
+    counted, and the mean accuracy per MiB of state."""
+    if points.empty:
+        return pd.DataFrame()
+    accuracy = [c for c in points.columns if c not in ("label", "length", "state_bytes", "state_from")]
+    values = points[accuracy].copy()
+    mib = points.state_bytes.astype(float) / MIB
+    values["state MiB (measured)"] = mib.where(points.state_from == MEASURED)
+    values["state MiB (config)"] = mib.where(points.state_from == COUNTED)
+    values["mean per MiB"] = points["mean"] / mib
+    values.index = [f"{label} · {format_length(L)}" for label, L in zip(points.label, points.length)]
+    return values

@@ -1,0 +1,74 @@
+"""Recall against state: from a store holding the zoo's S-NIAH and efficiency results, one point per model and
+length whose state is the efficiency suite's measurement (or, without one, the config's count), the mean of the
+tasks, accuracy per MiB; the figure on a log axis with each CCQ model joined to its backbone."""
+
+import csv
+import io
+import math
+
+import pytest
+
+from ccq_eval.cli import main
+from ccq_eval.report.registry import draw_figure, render_table
+from ccq_eval.store import Store
+from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("recall") / "s.db"
+    common = ["--device", "cpu", "--store", str(path)]
+    for model in ("gla-tiny", "ccq-gla-tiny"):  # a CCQ model and its backbone, measured
+        assert main(["--model", f"zoo:{model}", "--suite", "sniah", "--tasks", "1,2", "--lengths", "1k",
+                     "--samples", "4", *common]) == 0
+        assert main(["--model", f"zoo:{model}", "--suite", "efficiency", "--lengths", "1k", "--samples", "1",
+                     *common]) == 0
+    assert main(["--model", "zoo:transformer-tiny", "--suite", "sniah", "--tasks", "1,2", "--lengths", "1k,2k",
+                 "--samples", "4", *common]) == 0  # no efficiency run: its state is counted from its config
+    return Store(path, readonly=True)
+
+
+def test_each_point_holds_the_efficiency_suites_bytes_or_the_configs_count(store):
+    rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))}
+    assert set(rows) == {"gla-tiny · 1K", "ccq-gla-tiny · 1K", "transformer-tiny · 1K", "transformer-tiny · 2K"}
+    metrics = store.metrics_frame()
+    for label in ("gla-tiny", "ccq-gla-tiny"):
+        measured = metrics[(metrics.label == label) & (metrics.metric == "cache_bytes")].value.item()
+        row = rows[f"{label} · 1K"]
+        assert float(row["state MiB (measured)"]) == pytest.approx(measured / MIB, rel=1e-3)
+        assert row["state MiB (config)"] == ""
+        scores = metrics[(metrics.label == label) & (metrics.suite == "sniah") & (metrics.is_primary == 1)]
+        assert float(row["mean"]) == pytest.approx(scores.value.mean(), abs=1e-3)
+        assert float(row["mean per MiB"]) == pytest.approx(scores.value.mean() / (measured / MIB), rel=1e-3)
+    run = next(r for r in store.runs() if r.label == "transformer-tiny")
+    for length in (1024, 2048):  # the KV cache grows with L: twice the bytes at 2K
+        row = rows[f"transformer-tiny · {length // 1024}K"]
+        counted = analytic_cache_bytes(run.model_config, length, run.dtype)
+        assert float(row["state MiB (config)"]) == pytest.approx(counted / MIB, rel=1e-3)
+        assert row["state MiB (measured)"] == ""
+    ccq, gla = (float(rows[f"{m} · 1K"]["state MiB (measured)"]) for m in ("ccq-gla-tiny", "gla-tiny"))
+    assert ccq > gla  # CCQ's statistics: one d_k x d_k matrix and a d_k vector per head more
+
+
+def test_the_figure_is_log_scaled_and_joins_ccq_to_its_backbone(store):
+    fig = draw_figure(store, "recall-state")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    joins = [line for line in ax.get_lines() if line.get_color() == "grey"]
+    assert len(joins) == 1  # ccq-gla-tiny to gla-tiny at 1K; the Transformer has no pair
+    xs = sorted(joins[0].get_xdata())
+    metrics = store.metrics_frame()
+    measured = sorted(metrics[metrics.metric == "cache_bytes"].value / MIB)
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(xs, measured))
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == 4  # gla, ccq-gla at 1K; the Transformer at 1K and 2K
+
+
+def test_a_config_without_the_fields_counts_nothing():
+    from ccq_eval.suites.efficiency.recall_state import counted
+
+    assert counted(({"model_type": "gla"}, "float32"), 1024) is None  # a hand-made store's config: no state shown
+    assert counted(({"model_type": "mamba", "num_hidden_layers": 2, "hidden_size": 64}, "float32"), 1024) is None
+    assert counted(None, 1024) is None
