@@ -41,7 +41,9 @@ SUITE = LmSuite(
     default_samples=None,
     display={"wikitext": "Wiki", "lambada_openai": "LMB", "piqa": "PIQA", "hellaswag": "Hella",
              "winogrande": "Wino", "arc_easy": "ARC-e", "arc_challenge": "ARC-c", "social_iqa": "SIQA",
-             "boolq": "BoolQ"},
+             "boolq": "BoolQ", "swde": "SWDE", "fda": "FDA", "squad_completion": "SQuAD"},
+    # Based / JRT's real-world recall (lm-eval's swde, fda, squad_completion): --tasks swde,fda,squad_completion
+    extra_tasks=("swde", "fda", "squad_completion"),
     fixed_lengths=True,
     fetches_data=True,
     table_builders={"lm": "lm_table"},

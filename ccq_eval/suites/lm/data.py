@@ -25,6 +25,10 @@ METRICS = {
     "arc_challenge": (("acc", "acc_norm"), "acc_norm"),
     "social_iqa": (("acc",), "acc"),
     "boolq": (("acc",), "acc"),
+    # Based / JRT's real-world recall (lm-eval's own Python tasks; not the paper's, so not run by default)
+    "swde": (("contains",), "contains"),
+    "fda": (("contains",), "contains"),
+    "squad_completion": (("contains",), "contains"),
 }
 PERPLEXITIES = {"word_perplexity", "perplexity"}
 FETCH_COMMAND = "ccq-eval data fetch lm"
@@ -45,7 +49,34 @@ def task_config(task: str) -> dict:
 
 
 def scored_split(config: dict) -> str:
+    if "class" in config:  # a Python task (swde, fda, squad_completion): its class scores validation_docs()
+        return "validation"
     return config.get("test_split") or config.get("validation_split")
+
+
+def dataset_of(task: str) -> tuple[str, str | None, str]:
+    """(HF dataset, its config name, the scored split) of a task: from its YAML, or a Python task's class."""
+    config = task_config(task)
+    if "class" in config:
+        return config["class"].DATASET_PATH, getattr(config["class"], "DATASET_NAME", None), scored_split(config)
+    return config["dataset_path"], config.get("dataset_name"), scored_split(config)
+
+
+def with_records(task: str, records) -> dict:
+    """The task's config reading ``records`` (a datasets.Dataset) as its scored split: a YAML task through
+    lm-eval's custom_dataset, a Python task (whose class sets its own config) through a subclass that loads them."""
+    config = dict(task_config(task))
+    if "class" not in config:
+        config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
+        return config
+    base = config["class"]
+
+    class LocalRecords(base):
+        def download(self, *args, **kwargs):
+            self.dataset = {"validation": records}
+
+    LocalRecords.__name__ = LocalRecords.__qualname__ = base.__name__
+    return {**config, "class": LocalRecords}
 
 
 def local_file(task: str, data_dir: str | None) -> Path | None:
@@ -56,10 +87,10 @@ def local_file(task: str, data_dir: str | None) -> Path | None:
 def cached(task: str) -> bool:
     import datasets
 
-    config = task_config(task)
+    path, name, split = dataset_of(task)
     try:
         with offline():
-            datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+            datasets.load_dataset(path, name, split=split)
         return True
     except Exception:  # noqa: BLE001 - any failure to read it offline means "not available"
         return False
@@ -71,14 +102,14 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[str]:
 
     done = []
     for task in tasks or list(METRICS):
-        config = task_config(task)
-        progress(f"fetching {task}: {config['dataset_path']} ({config.get('dataset_name')}) split {scored_split(config)}")
+        path, name, split = dataset_of(task)
+        progress(f"fetching {task}: {path} ({name}) split {split}")
         try:
-            datasets.load_dataset(config["dataset_path"], config.get("dataset_name"), split=scored_split(config))
+            datasets.load_dataset(path, name, split=split)
         except RuntimeError as exc:  # datasets >= 4 refuses loading scripts; lm-eval's config names the repository
             if "scripts are no longer supported" not in str(exc):
                 raise
-            raise LmDataError(f"{task}: {config['dataset_path']} is a loading-script dataset, which datasets "
+            raise LmDataError(f"{task}: {path} is a loading-script dataset, which datasets "
                               f"{datasets.__version__} refuses; put its records in DATA_DIR/lm/{task}.jsonl "
                               "and pass --data-dir") from exc
         done.append(task)
@@ -111,8 +142,7 @@ def check_records(task: str, path: Path) -> None:
     from lm_eval.api.task import ConfigurableTask
 
     records = records_dataset(path)
-    config = dict(task_config(task))
-    config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
+    config = with_records(task, records)
     where = f"zero-shot data file {str(path)!r} (fields {', '.join(sorted(records.column_names))})"
     quiet = not datasets_tqdm.are_progress_bars_disabled()
     if quiet:  # the task maps the records once; its progress bar would print above the one error line
@@ -121,7 +151,7 @@ def check_records(task: str, path: Path) -> None:
     level = task_log.level
     task_log.setLevel(logging.ERROR)
     try:
-        built = ConfigurableTask(config=config)
+        built = config["class"]() if "class" in config else ConfigurableTask(config=config)
     except Exception as exc:  # noqa: BLE001 - lm-eval's processing raises whatever the records provoke
         raise LmDataError(f"{where}: lm-eval's {task} task cannot read it ({_one_line(exc)}); expected the HF "
                           "records of its scored split") from exc

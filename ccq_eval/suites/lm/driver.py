@@ -5,7 +5,7 @@ from __future__ import annotations
 from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, check_records,
-                                     local_file, records_dataset, sha256, splits_named, task_config)
+                                     dataset_of, local_file, records_dataset, sha256, task_config, with_records)
 from ccq_eval.suites.lm.protocol import WINDOW
 from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
 
@@ -22,7 +22,7 @@ class LmDriver:
                 check_records(task, local)
         missing = [t for t in plan.tasks if local_file(t, plan.request.data_dir) is None and not cached(t)]
         if missing:
-            names = ", ".join(f"{t} ({task_config(t)['dataset_path']})" for t in missing)
+            names = ", ".join(f"{t} ({dataset_of(t)[0]})" for t in missing)
             raise LmDataError(f"zero-shot datasets not available offline: {names}; run `{FETCH_COMMAND}` on a machine "
                               "with network access, or put <task>.jsonl in --data-dir DIR/lm/")
 
@@ -35,8 +35,10 @@ class LmDriver:
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
         local = local_file(task, self.plan.request.data_dir)
         source = {"local": str(local), "sha256": sha256(local)} if local else {
-            "hub": task_config(task)["dataset_path"], "name": task_config(task).get("dataset_name")}
-        settings = {"max_length": WINDOW, "num_fewshot": 0, "task_version": task_config(task).get("metadata", {}).get("version"),
+            "hub": dataset_of(task)[0], "name": dataset_of(task)[1]}
+        config = task_config(task)
+        version = config.get("metadata", {}).get("version") or getattr(config.get("class"), "VERSION", None)
+        settings = {"max_length": WINDOW, "num_fewshot": 0, "task_version": version,
                     "metrics": list(METRICS[task][0]), "primary": METRICS[task][1]}
         return settings, {"task": task, "source": source}
 
@@ -45,11 +47,9 @@ class LmDriver:
 
     def _evaluate(self, unit) -> UnitOutcome:
         plan = self.plan
-        config = dict(task_config(unit.task))
         local = local_file(unit.task, plan.request.data_dir)
-        if local is not None:  # the same task, reading the records from the local file
-            records = records_dataset(local)
-            config["custom_dataset"] = lambda **_: {split: records for split in splits_named(config)}
+        # the same task, reading the records from the local file where there is one
+        config = with_records(unit.task, records_dataset(local)) if local is not None else dict(task_config(unit.task))
         with offline():
             out = evaluate(plan.evaluand.lm, config, plan.request.seed, WINDOW, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0

@@ -14,6 +14,8 @@ COLUMNS = {"Wiki ppl": ("wikitext", "word_perplexity"), "LMB ppl": ("lambada_ope
            "SIQA": ("social_iqa", "acc"), "BoolQ": ("boolq", "acc")}
 ACCURACIES = ("lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge", "social_iqa", "boolq")
 LOWER_IS_BETTER = ("Wiki ppl", "LMB ppl")
+# Based / JRT's real-world recall ("contains", x100): columns only where the store has them (not the paper's)
+RECALL = {"SWDE": ("swde", "contains"), "FDA": ("fda", "contains"), "SQuAD": ("squad_completion", "contains")}
 
 
 def accuracy_columns(chosen) -> list[str]:
@@ -35,6 +37,9 @@ def cells(frame: pd.DataFrame, average: list[str] | None = None, field: str = "v
         table[column] = rows[(rows.task == task) & (rows.metric == metric)].set_index("label")[field]
     columns = accuracy_columns(chosen)
     table[f"Avg ({len(columns)})"] = table[columns].mean(axis=1, skipna=False) if field == "value" else float("nan")
+    for column, (task, metric) in RECALL.items():
+        if ((rows.task == task) & (rows.metric == metric)).any():
+            table[column] = rows[(rows.task == task) & (rows.metric == metric)].set_index("label")[field]
     table.index.name = "label"
     return table
 
