@@ -13,6 +13,7 @@ from ccq_eval.cli import main
 
 
 @pytest.mark.e2e
+@pytest.mark.processes  # the demo's worker processes, as make demo starts them
 def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     zoo, out = tmp_path / "zoo", tmp_path / "demo"
     models = "gla-tiny,gla-tiny-s1,gdn-tiny"
