@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(MAKE) test-interpreter
 
 # the tests that start, kill and race whole ccq-eval processes (SIGKILL / SIGTERM / SIGINT mid-run, concurrent
-# labelled writers, two-process data parallel, the loopback hub, the demo's workers): about 7 minutes; CI runs them after make test
+# labelled writers, two-process data parallel, the loopback hub, the demo's workers): about 9 minutes; CI runs them after make test
 test-processes: $(STAMP)
 	$(PYTEST) --dist loadfile --ignore=tests/browser -m processes
 
