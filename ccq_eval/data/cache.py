@@ -41,7 +41,7 @@ def content_hash(records: list[dict]) -> str:
     return digest.hexdigest()
 
 
-def _atomic_write(path: Path, text: str | Iterable[str]) -> None:
+def atomic_write(path: Path, text: str | Iterable[str]) -> None:
     """Written to a temporary file, then renamed: an exception (from ``text``'s iterator too) leaves nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():  # an entry that is a folder is unreadable: make room to rebuild it
@@ -96,8 +96,8 @@ def freeze_stream(path: Path, records: Iterable[dict], key: Callable[[], dict],
         if count == 0 and refuse_empty is not None:
             raise refuse_empty()
 
-    _atomic_write(path, lines())
-    _atomic_write(path.with_suffix(".meta.json"), json.dumps({"key": key(), "content_sha256": digest.hexdigest()},
+    atomic_write(path, lines())
+    atomic_write(path.with_suffix(".meta.json"), json.dumps({"key": key(), "content_sha256": digest.hexdigest()},
                                                              indent=1))
     return digest.hexdigest(), count
 

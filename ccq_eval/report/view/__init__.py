@@ -5,7 +5,6 @@ the file itself (its Content-Security-Policy, the escaped JSON), assets/ the pag
 
 from __future__ import annotations
 
-import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,26 +32,16 @@ def narrowed_to(store, labels: list[str] | None):
             narrowed.close()
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Written beside ``path`` under a temporary name, then renamed: nobody opens half a report."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(store, out: Path, labels: list[str] | None = None, baseline: str | None = None,
                  compare: list[tuple[str, str]] = (), whole_prompts: bool = False) -> int:
     """Writes the report of ``store`` to ``out``; returns its size in bytes."""
     from ccq_eval.report.view.content import figure_entries, report_content
     from ccq_eval.report.view.page import page
 
+    from ccq_eval.data.cache import atomic_write
+
     with narrowed_to(store, labels) as source:
         text = page(report_content(source, baseline, compare, whole_prompts), figure_entries(source))
-    write_atomically(out, text)
+    atomic_write(out, text)  # a temporary name beside it, then renamed: nobody opens half a report
+    out.chmod(0o644)  # a report is for others to read (the temporary file was private)
     return len(text.encode("utf-8"))

@@ -66,8 +66,7 @@ def table_entries(store, baseline: str | None) -> list[dict]:
                     "rows": [{"label": str(label), "kind": grid.kind(label),
                               "cells": [str(v) for v in grid.cells.loc[label].tolist()],
                               "bold": [bool(v) for v in grid.bold.loc[label].tolist()]}
-                             for label in grid.cells.index],
-                    "csv": rendered.csv})
+                             for label in grid.cells.index]})
     return out
 
 
@@ -88,8 +87,9 @@ def report_content(store, baseline: str | None = None, compare: list[tuple[str, 
     labels = {run.id: run.label for run in runs}
     prompts = FrozenPrompts()
     units = [unit_entry(latest, store, prompts, whole_prompts) for latest in latest_units(store)]
-    pairs = compared_pairs(sorted(set(labels.values())), compare)
+    names = sorted(set(labels.values()))
+    pairs = compared_pairs(names, compare)
     return plain({"schema": store.version, "runs": [run_entry(r) for r in runs], "failed": failed_units(store, labels),
                   "tables": table_entries(store, baseline), "units": units, "views": suite_views(),
                   "compare": compare_entries(store, units, pairs),
-                  "pairs": [list(p) for p in pairs_of(sorted(set(labels.values())))]})
+                  "pairs": [list(p) for p in pairs_of(names)]})

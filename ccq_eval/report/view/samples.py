@@ -63,8 +63,14 @@ class FrozenPrompts:
 
     def __init__(self):
         self._index: dict[str, dict] = {}
+        self._records: dict[tuple[str, str | None], dict[int, dict]] = {}  # labels share their frozen prompts
 
     def records(self, folder: str, fingerprint: str | None) -> dict[int, dict]:
+        if (folder, fingerprint) not in self._records:
+            self._records[(folder, fingerprint)] = self._read(folder, fingerprint)
+        return self._records[(folder, fingerprint)]
+
+    def _read(self, folder: str, fingerprint: str | None) -> dict[int, dict]:
         from ccq_eval.data.cache import frozen_by_content, load_frozen
 
         if folder not in self._index:

@@ -249,15 +249,15 @@ function scoreCell(section, a, b, cell) {
     section.append(el("p", {class: "note"}, "No prompt where the two differ."));
     return;
   }
-  const text = i => (i === null || !view || view.prediction === null) ? null : i;
+  const predicted = row => row && view && view.prediction !== null ? fmt(row[view.prediction]) : "–";
   const rows = cell.discordant.map(([ia, ib, sa, sb]) => {
     const rowA = sampleRow(unitA, ia), rowB = sampleRow(unitB, ib);
     return el("tr", {},
       el("td", {}, unitA ? el("a", {href: hashOf("samples", a, cell.task, cell.length)}, fmt(ia)) : fmt(ia)),
       el("td", {}, rowA && view.depth !== null ? fmt(rowA[view.depth]) : "–"),
       el("td", {class: "text"}, rowA && view.target !== null ? fmt(rowA[view.target]) : "–"),
-      el("td", {class: "text"}, rowA && text(view.prediction) !== null ? fmt(rowA[view.prediction]) : "–"), el("td", {}, fmt(sa)),
-      el("td", {class: "text"}, rowB && text(view.prediction) !== null ? fmt(rowB[view.prediction]) : "–"), el("td", {}, fmt(sb)));
+      el("td", {class: "text"}, predicted(rowA)), el("td", {}, fmt(sa)),
+      el("td", {class: "text"}, predicted(rowB)), el("td", {}, fmt(sb)));
   });
   section.append(el("details", {open: cell.discordant.length <= 20},
     el("summary", {}, cell.discordant.length + " discordant prompts"),
