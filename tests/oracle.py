@@ -10,7 +10,7 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import MODEL_REGISTRY, register_model
 
 NEEDLE = re.compile(r"One of the special magic (?:numbers|uuids) for (.+?) is: (\S+)\.")
-QUESTION = re.compile(r"The special magic \w+ for (.+?) mentioned in the provided text is$")
+QUESTION = re.compile(r"The special magic \w+ for (.+?) mentioned in the provided text (?:is|are)$")
 
 
 def wrong_value(value: str) -> str:
@@ -35,12 +35,18 @@ class GeneratesOnly:
         raise NotImplementedError("a model that does not score text has no prompt keys")
 
 
-class OracleLM(GeneratesOnly, LM):
-    """Answers the value of the needle whose key the prompt asks for (or a wrong one)."""
+def asked_keys(query: str) -> list[str]:
+    """RULER's query: one key, or "a, b, c, and d"."""
+    return query.replace(", and ", ", ").split(", ") if ", and " in query else [query]
 
-    def __init__(self, wrong: bool = False):
+
+class OracleLM(GeneratesOnly, LM):
+    """Answers the values of the needles whose keys the prompt asks for (or wrong ones; or, with ``share``, only
+    the first share of them)."""
+
+    def __init__(self, wrong: bool = False, share: float = 1.0):
         super().__init__()
-        self.wrong = wrong
+        self.wrong, self.share = wrong, share
         self.prompts: list[str] = []
 
     def generate_until(self, requests, disable_tqdm: bool = False):
@@ -48,9 +54,10 @@ class OracleLM(GeneratesOnly, LM):
         for request in requests:
             context, _ = request.args
             self.prompts.append(context)
-            key = QUESTION.search(context).group(1)
-            value = dict(NEEDLE.findall(context))[key]
-            answers.append(" " + (wrong_value(value) if self.wrong else value) + ".")
+            needles = NEEDLE.findall(context)
+            values = [v for key in asked_keys(QUESTION.search(context).group(1)) for k, v in needles if k == key]
+            values = values[:max(1, round(len(values) * self.share))]
+            answers.append(" " + ", ".join(wrong_value(v) if self.wrong else v for v in values) + ".")
         return answers
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):
@@ -66,7 +73,7 @@ if "ccq-test-oracle" not in MODEL_REGISTRY:
     register_model("ccq-test-oracle")(OracleLM)
 
 
-def oracle_loader(tokenizer_dir, wrong=False):
+def oracle_loader(tokenizer_dir, wrong=False, share=1.0):
     """An evaluand loader for the runner: the oracle LM with the byte tokenizer."""
     import torch
 
@@ -74,10 +81,11 @@ def oracle_loader(tokenizer_dir, wrong=False):
     from tests.helpers import byte_tokenizer
 
     def load(request, max_length):
-        provenance = {"weights_sha256": f"oracle-{wrong}", "config": {"model_type": "oracle", "wrong": wrong},
+        provenance = {"weights_sha256": f"oracle-{wrong}-{share}",
+                      "config": {"model_type": "oracle", "wrong": wrong, "share": share},
                       "dtype": "none", "device": "cpu", "ccq_overrides": {},
                       "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=OracleLM(wrong=wrong), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
+        return Evaluand(lm=OracleLM(wrong=wrong, share=share), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
                         provenance=provenance)
     return load
 

@@ -23,17 +23,20 @@ def _suites_help() -> tuple[str, str, str]:
 
 
 def _add_suite_options(run) -> None:
-    """Each suite's own flags, as its registry entry declares them (parsed, typed, by the runner)."""
+    """Each suite's own flags, as its registry entry declares them (parsed, typed, by the runner); suites may share
+    one (the same SuiteOption: S-NIAH's and the multi-needle suite's --haystack)."""
     from ccq_eval.suites import SUITES
 
-    owner = {}
+    declared: dict[str, tuple] = {}  # name -> (option, the suites declaring it)
     for suite in SUITES.values():
         for option in suite.options:
-            if option.name in owner:
-                raise RuntimeError(f"suites {owner[option.name]!r} and {suite.name!r} both declare --{option.name}")
-            owner[option.name] = suite.name
-            run.add_argument(f"--{option.name}", dest=f"suite_option_{option.name}", metavar=option.name.upper(),
-                             help=f"{suite.name}: {option.help}")
+            if option.name in declared and declared[option.name][0] != option:
+                raise RuntimeError(f"suites {declared[option.name][1][0]!r} and {suite.name!r} both declare "
+                                   f"--{option.name}, differently")
+            declared[option.name] = (option, declared.get(option.name, (None, []))[1] + [suite.name])
+    for name, (option, owners) in declared.items():
+        run.add_argument(f"--{name}", dest=f"suite_option_{name}", metavar=name.upper(),
+                         help=f"{', '.join(owners)}: {option.help}")
 
 
 def add(subparsers) -> None:

@@ -12,6 +12,7 @@ from ccq_eval.suites.base import Suite, SuiteError, format_length, parse_lengths
 REGISTERED = (
     "lm",
     "sniah",
+    "multi_niah",
     "longppl",
     "longbench",
     "efficiency",

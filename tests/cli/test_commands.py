@@ -18,7 +18,12 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def help_of(command: str) -> str:
-    return " ".join(subparsers()[command].format_help().split())
+    """The help text on one line (argparse wraps at the terminal's width, and breaks names at hyphens: a wide one)."""
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"COLUMNS": "10000"}):
+        return " ".join(subparsers()[command].format_help().split())
 
 
 def test_every_command_is_one_module_with_its_parser_and_handler():

@@ -1,6 +1,7 @@
 """The task plugins under lm-eval's own command line: stock ``lm_eval`` with ``--include_path`` on a
 transformers checkpoint, and ``ccq-eval lm-eval`` (lm-eval's CLI with fla and the CCQ families registered) on an fla
-and a CCQ checkpoint, each for S-NIAH, longppl and a LongBench task. No ``tokenizer`` in the metadata: the plugins
+and a CCQ checkpoint, each for S-NIAH, a multi-needle task (its name is RULER's: the include path's task takes
+precedence over lm-eval's port of it, which reports no "score"), longppl and a LongBench task. No ``tokenizer`` in the metadata: the plugins
 read the model's own (``pretrained``), as lm-eval's RULER tasks do."""
 
 import json
@@ -17,7 +18,7 @@ from tests.helpers import save_checkpoint, tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 LONGBENCH_DATA = REPO / "tests" / "fixtures" / "store_v1" / "data"  # longbench/qasper.jsonl
-TASKS = "sniah_1,longppl_essays,longbench_qasper"
+TASKS = "sniah_1,niah_multikey_2,longppl_essays,longbench_qasper"  # niah_multikey_2: ours, not lm-eval's RULER port
 METADATA = json.dumps({"max_seq_lengths": [1024], "num_samples": 1, "data_dir": str(LONGBENCH_DATA)})
 
 
@@ -29,7 +30,8 @@ def results_of(output: Path) -> dict:
 def check_every_task_scored(results: dict, model: str) -> None:
     assert set(results["results"]) == set(TASKS.split(","))
     for task, numbers in results["results"].items():
-        metric = {"sniah_1": "score,none", "longppl_essays": "perplexity,none", "longbench_qasper": "score,none"}[task]
+        metric = {"sniah_1": "score,none", "niah_multikey_2": "score,none", "longppl_essays": "perplexity,none",
+                  "longbench_qasper": "score,none"}[task]
         assert isinstance(numbers[metric], float), (task, numbers)
         assert results["n-samples"][task]["effective"] == 1
     assert results["config"]["model_args"]["pretrained"].endswith(model)

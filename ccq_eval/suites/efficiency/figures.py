@@ -34,41 +34,51 @@ def cost_figure(suite, store):
 
 
 def recall_state_figure(suite, store):
-    """Mean retrieval accuracy against state MiB (log scale), a point per model and length (labelled with the
-    length; a model's seeds averaged), each CCQ model joined to its backbone at the same length by a thin line."""
-    from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, TRAINING_FREE_CCQ
-    from ccq_eval.suites.base import format_length
-    from ccq_eval.suites.efficiency.recall_state import MIB, state_points
+    """Each retrieval suite's mean accuracy against state MiB (log scale), a panel per suite, a point per model
+    and length (labelled with the length; a model's seeds averaged), each CCQ model joined to its backbone at the
+    same length by a thin line."""
+    from ccq_eval.suites.efficiency.recall_state import mean_columns, state_points
 
     points = state_points(store, metrics_frame(store))
     if points.empty or points.state_bytes.isna().all():
         return None
-    points = points.dropna(subset=["state_bytes", "mean"])
-    if points.empty:
+    panels = [c for c in mean_columns(points) if points.dropna(subset=["state_bytes", c]).shape[0]]
+    if not panels:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.9, 4.2), constrained_layout=True,
+                             squeeze=False, sharey=True)
+    for ax, column in zip(axes[0], panels):
+        _recall_panel(ax, points.dropna(subset=["state_bytes", column]), column)
+    axes[0][0].set_ylabel("retrieval accuracy (%, mean of tasks)")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", fontsize=8, frameon=False,
+               title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
+    return fig
+
+
+def _recall_panel(ax, points, column: str) -> None:
+    from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, TRAINING_FREE_CCQ
+    from ccq_eval.suites.base import format_length
+    from ccq_eval.suites.efficiency.recall_state import MIB
+
     all_series = series_of(points.label.unique())
-    means = {series.name: points[points.label.isin(series.labels)].groupby("length")[["state_bytes", "mean"]].mean()
+    means = {series.name: points[points.label.isin(series.labels)].groupby("length")[["state_bytes", column]].mean()
              for series in all_series}  # a model's seeds: one point per length, their mean
     backbones = {series.group: series.name for series in all_series if series.role == BACKBONE}
     for series in all_series:
         base = means.get(backbones.get(series.group)) if series.role in (TRAINED_CCQ, TRAINING_FREE_CCQ) else None
         for length in [] if base is None else means[series.name].index.intersection(base.index):
             ours, theirs = means[series.name].loc[length], base.loc[length]
-            ax.plot([theirs.state_bytes / MIB, ours.state_bytes / MIB], [theirs["mean"], ours["mean"]], color="grey",
+            ax.plot([theirs.state_bytes / MIB, ours.state_bytes / MIB], [theirs[column], ours[column]], color="grey",
                     lw=0.7, zorder=1)
     for series in all_series:
         mine = means[series.name]
-        ax.scatter(mine.state_bytes / MIB, mine["mean"], color=series.colour, marker=series.marker, s=28, zorder=2,
+        ax.scatter(mine.state_bytes / MIB, mine[column], color=series.colour, marker=series.marker, s=28, zorder=2,
                    label=plot_label(series.display), facecolors="none" if series.role == BACKBONE else series.colour)
         for length, row in mine.iterrows():
-            ax.annotate(format_length(int(length)), (row.state_bytes / MIB, row["mean"]), fontsize=6,
+            ax.annotate(format_length(int(length)), (row.state_bytes / MIB, row[column]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points", color="dimgrey")
     ax.set_xscale("log")
     ax.set_xlabel("state held at that length (MiB, log scale)")
-    ax.set_ylabel("retrieval accuracy (%, mean of tasks)")
+    ax.set_title(column, fontsize=9)
     ax.set_ylim(-3, 103)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8, frameon=False,
-               title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
-    return fig

@@ -15,7 +15,8 @@ import pandas as pd
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
 
-RETRIEVAL_SUITES = ("sniah",)  # suites whose primary score is retrieval accuracy (%)
+# suites whose primary score is retrieval accuracy (%), and the name of their mean in the table and figure
+RETRIEVAL_SUITES = {"sniah": "S-NIAH", "multi_niah": "multi-NIAH"}
 MEASURED, COUNTED = "measured", "config"
 MIB = 1 << 20
 
@@ -40,21 +41,30 @@ def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | Non
         return None
 
 
+def mean_column(suite: str) -> str:
+    return f"{RETRIEVAL_SUITES[suite]} mean"
+
+
 def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows: label, length, one column per retrieval task (display name), their mean (only where the point has
-    every task: a mean over fewer would not compare), state_bytes, state_from."""
+    """Rows: label, length, one column per retrieval task (display name), each suite's mean (only where the point
+    has every one of that suite's tasks in the store: a mean over fewer would not compare), state_bytes,
+    state_from."""
     if frame.empty:
         return pd.DataFrame()
     from ccq_eval.suites import SUITES
 
-    scores = frame[frame.suite.isin(RETRIEVAL_SUITES) & (frame.is_primary == 1)]
+    scores = frame[frame.suite.isin(list(RETRIEVAL_SUITES)) & (frame.is_primary == 1)]
     if scores.empty:
         return pd.DataFrame()
-    display = {task: SUITES[suite].display.get(task, task) for suite, task in zip(scores.suite, scores.task)}
     accuracy = scores.pivot_table(index=["label", "context_length"], columns="task", values="value", aggfunc="last")
+    means = {}
+    for suite in RETRIEVAL_SUITES:
+        tasks = [t for t in SUITES[suite].all_tasks if t in accuracy.columns]
+        if tasks:
+            means[mean_column(suite)] = accuracy[tasks].mean(axis=1).where(accuracy[tasks].notna().all(axis=1))
+    display = {task: SUITES[suite].display.get(task, task) for suite, task in zip(scores.suite, scores.task)}
     tasks = [t for suite in RETRIEVAL_SUITES for t in SUITES[suite].all_tasks if t in accuracy.columns]
-    accuracy = accuracy[tasks].rename(columns=display)
-    accuracy["mean"] = accuracy.mean(axis=1).where(accuracy.notna().all(axis=1))  # over every task, or none
+    accuracy = accuracy[tasks].rename(columns=display).assign(**means)
     cache = frame[(frame.suite == "efficiency") & (frame.metric == "cache_bytes")]
     measured = {(label, L): value for label, L, value in zip(cache.label, cache.context_length, cache.value)}
     configs = _configs(store)
@@ -69,9 +79,13 @@ def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def mean_columns(points: pd.DataFrame) -> list[str]:
+    return [mean_column(suite) for suite in RETRIEVAL_SUITES if mean_column(suite) in points.columns]
+
+
 def recall_frame(points: pd.DataFrame) -> pd.DataFrame:
     """The table's numbers: one row per point ("label · 1K"), accuracies, the state in MiB as measured or as
-    counted, and the mean accuracy per MiB of state."""
+    counted, and each suite's mean accuracy per MiB of state."""
     if points.empty:
         return pd.DataFrame()
     accuracy = [c for c in points.columns if c not in ("label", "length", "state_bytes", "state_from")]
@@ -79,6 +93,7 @@ def recall_frame(points: pd.DataFrame) -> pd.DataFrame:
     mib = points.state_bytes.astype(float) / MIB
     values["state MiB (measured)"] = mib.where(points.state_from == MEASURED)
     values["state MiB (config)"] = mib.where(points.state_from == COUNTED)
-    values["mean per MiB"] = points["mean"] / mib
+    for column in mean_columns(points):
+        values[f"{column} per MiB"] = points[column] / mib
     values.index = [f"{label} · {format_length(L)}" for label, L in zip(points.label, points.length)]
     return values

@@ -13,6 +13,11 @@ from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 
 
+# shared with the multi-needle suite (its essay tasks)
+HAYSTACK_OPTION = SuiteOption("haystack", "essay haystack for the essay tasks (S-NIAH-2/3; MK1, MV, MQ): a .txt/.jsonl "
+                                          "file or folder (default: DATA_DIR/haystack, else the shipped ccq-essays)")
+
+
 class SniahSuite(Suite):
     def driver(self, plan):
         from ccq_eval.suites.sniah.driver import SniahDriver
@@ -42,7 +47,7 @@ class SniahSuite(Suite):
         generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
                       f"  max_gen_toks: {TOKENS_TO_GENERATE}\n  until: []\n")
         metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
-        return {f"{task}.yaml": task_yaml(self.name, task, {"sniah_task": task}, TASK_VERSION,
+        return {f"{task}.yaml": task_yaml(self.name, task, {f"{self.name}_task": task}, TASK_VERSION,
                                           more=generation + metrics) for task in self.tasks}
 
 
@@ -52,8 +57,7 @@ SUITE = SniahSuite(
     default_lengths=(1024, 2048, 4096, 8192),
     default_samples=500,
     display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
-    options=(SuiteOption("haystack", "essay haystack for S-NIAH-2/3: a .txt/.jsonl file or folder (default: "
-                                     "DATA_DIR/haystack, else the shipped ccq-essays)"),),
+    options=(HAYSTACK_OPTION,),
     table_builders={"sniah": "accuracy_table", "sniah-partial": "partial_table"},
     figure_drawers={"sniah-depth": "depth_figure"},
     length_means=f"prompt + {TOKENS_TO_GENERATE} generated tokens <= L",

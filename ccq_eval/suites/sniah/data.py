@@ -7,9 +7,8 @@
 - S-NIAH-3: as S-NIAH-2 with UUID values.
 
 The haystack is sized with the model's own tokenizer so that the whole prompt, answer prefix
-included (what the model actually reads), plus the tokens to generate (protocol.py) fits the length. RULER grows the
-haystack in steps of 25 repetitions / 500 words and stops below the budget; a binary search here
-finds the largest haystack that fits. Generated data is frozen in the cache (see ``cache``).
+included, plus the tokens to generate fits the length (sizing.py: a binary search where RULER steps).
+Generated data is frozen in the cache (see ``cache``).
 """
 
 from __future__ import annotations
@@ -23,15 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.errors import BadInput
+from ccq_eval.suites.sniah import sizing
 from ccq_eval.suites.sniah.haystack import Haystack
-from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.sentences import SPLITTER, split_sentences
+from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE  # noqa: F401 (this module's API, as before)
+from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of  # noqa: F401 (this module's API)
 
 GENERATOR_VERSION = 1
-# the haystack search gives up when this many doublings of its text (256x) add no token: a tokenizer that
-# drops the text; a coarse one (a token per thousand characters) still grows within them
-STALLED_DOUBLINGS = 8
 REPEAT_FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 NEEDLE = "One of the special magic {type_plural} for {key} is: {value}."
 # RULER's template, in the single-needle form its generator derives ("Some ... are" -> "A ... is")
@@ -56,10 +53,6 @@ VARIANTS = {
 }
 
 
-class SniahError(BadInput):
-    """A length or tokenizer that cannot hold an S-NIAH prompt; the message says what to do."""
-
-
 @lru_cache(maxsize=1)
 def _adjectives_and_nouns() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """RULER's key vocabulary: wonderwords' adjective and noun lists (shipped with the package)."""
@@ -79,11 +72,6 @@ def random_value(kind: str, rng: random.Random) -> str:
     if kind == "numbers":
         return str(rng.randint(10**6, 10**7 - 1))
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
-def count_tokens(tokenizer, text: str) -> int:
-    """As the LM wrapper will encode it (special tokens included)."""
-    return len(tokenizer(text)["input_ids"])
 
 
 @lru_cache(maxsize=64)
@@ -135,11 +123,6 @@ def depth_used(task: str, record: dict) -> float:
     return round(100.0 * context.index(needle) / haystack, 1) if haystack > 0 else 0.0
 
 
-def prompt_of(record: dict) -> str:
-    """The text the model reads: lm-eval joins doc_to_text and gen_prefix with one space."""
-    return record["input"] + " " + record["gen_prefix"]
-
-
 def draws(task: str, length: int, samples: int, seed: int):
     """Each sample's (key, value, placement seed), in order: what generate() draws (str seeds are
     stable across processes)."""
@@ -155,65 +138,24 @@ def _probe(task: str, length: int, seed: int) -> tuple[str, str, int]:
     return random_key(probe), random_value(VARIANTS[task].value, probe), probe.getrandbits(64)
 
 
+def _build(variant: Variant, haystack: Haystack | None):
+    return lambda units, drawn: sample(variant, units, *drawn, haystack)
+
+
 def smallest_length(task: str, tokenizer, haystack: Haystack | None, length: int, samples: int, seed: int) -> int:
     """The smallest length whose budget holds every sample of (task, length, samples, seed) with an
     empty haystack, plus the tokens to generate: below it a sample cannot be generated at all."""
-    variant = VARIANTS[task]
-    worst = 0
-    for key, value, placement in [_probe(task, length, seed), *draws(task, length, samples, seed)]:
-        record = sample(variant, 0, key, value, placement, haystack)
-        worst = max(worst, count_tokens(tokenizer, prompt_of(record)))
-    return worst + TOKENS_TO_GENERATE
+    drawn = [_probe(task, length, seed), *draws(task, length, samples, seed)]
+    return sizing.smallest_length(tokenizer, _build(VARIANTS[task], haystack), drawn)
 
 
 def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack: Haystack | None,
              progress=None) -> list[dict]:
-    """``samples`` prompts of at most ``length - TOKENS_TO_GENERATE`` tokens for one task and length."""
-    variant = VARIANTS[task]
-    budget = length - TOKENS_TO_GENERATE
-
-    def fits(units, key, value, placement_seed):
-        record = sample(variant, units, key, value, placement_seed, haystack)
-        tokens = count_tokens(tokenizer, prompt_of(record))
-        return tokens <= budget, record, tokens
-
-    # size the haystack on a probe sample: the largest unit count whose prompt fits (binary search)
-    key, value, placement = _probe(task, length, seed)
-    if not fits(0, key, value, placement)[0]:
-        raise SniahError(f"length {length}: the {task} prompt alone needs more than {budget} tokens plus "
-                         f"{TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
-    low, high = 0, 1
-    grown_at, grown_to = 0, fits(0, key, value, placement)[2]  # the last unit count that added tokens, and its tokens
-    while (probe := fits(high, key, value, placement))[0]:
-        if probe[2] > grown_to:
-            grown_at, grown_to = high, probe[2]
-        elif high >= grown_at * 2 ** STALLED_DOUBLINGS and high >= 2 ** STALLED_DOUBLINGS:
-            # RULER repeats a haystack without bound: what ends the search is text that stops adding tokens
-            raise SniahError(f"length {length}: {high} haystack units encode to {probe[2]} tokens, no more than "
-                             f"{grown_at} did; the tokenizer drops the haystack's text, so no length can be filled")
-        low, high = high, high * 2
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid, key, value, placement)[0] else (low, mid)
-    units = low
-
-    records = []
-    for index, (key, value, placement) in enumerate(draws(task, length, samples, seed)):
-        n = units
-        ok, record, tokens = fits(n, key, value, placement)
-        while not ok:  # a longer key can push a sample over: shrink this one until it fits
-            if n == 0:
-                raise SniahError(f"length {length}: the {task} prompt for key {key!r} alone needs {tokens} tokens "
-                                 f"plus {TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
-            n = max(0, n - max(1, n // 200))
-            ok, record, tokens = fits(n, key, value, placement)
-        records.append({"index": index, **record, "length": tokens + TOKENS_TO_GENERATE, "max_length": length})
-        if progress is not None:
-            progress.update(1)
-    for record in records:
-        if record["outputs"][0] not in record["input"]:
-            raise RuntimeError(f"{task}: needle value missing from sample {record['index']}")
-    return records
+    """``samples`` prompts of at most ``length - TOKENS_TO_GENERATE`` tokens for one task and length, the
+    haystack sized on a probe sample (sizing.py)."""
+    return sizing.fitted_records(task, tokenizer, length, _build(VARIANTS[task], haystack),
+                                 list(draws(task, length, samples, seed)), _probe(task, length, seed),
+                                 progress=progress)
 
 
 def dataset_key(task: str, tokenizer_fp: str, length: int, samples: int, seed: int, haystack: Haystack | None) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from ccq_eval.data.cache import stable_hash
+from ccq_eval.data.cache import stable_hash, tokenizer_fingerprint
 from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.base import format_length
@@ -16,6 +16,7 @@ from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix
+from ccq_eval.suites.sniah.sizing import SniahError, prompt_of
 
 EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
 FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
@@ -50,13 +51,32 @@ def moved_needles(samples: list[Sample]) -> dict:
 
 
 class SniahDriver:
+    """Also the multi-needle suite's (suites/multi_niah/driver.py): what differs is the generator module
+    (``data``), the answer scored for its NLL, the per-sample fields and the unit's metrics."""
+
+    data = sniah  # VARIANTS, smallest_length, dataset_key, load_or_generate
+
     def __init__(self, plan):
         self.plan = plan
+
+    def answer(self, doc: dict) -> str:
+        """The text whose teacher-forced NLL after the prompt is stored (``answer_nll``)."""
+        return doc["outputs"][0]
+
+    def sample_fields(self, task: str, doc: dict, prediction: str) -> dict:
+        return {"depth": doc["depth"], "depth_used": sniah.depth_used(task, doc), "key": doc["key"],
+                "answer_prefix": answer_prefix(prediction, doc["outputs"][0])}
+
+    def unit_metrics(self, samples: list[Sample]) -> list[Metric]:
+        scores = [s.score for s in samples]
+        return [mean_metric("score", scores, is_primary=True),
+                Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores)),
+                mean_metric("answer_prefix", [s.fields["answer_prefix"] for s in samples])]
 
     def check_inputs(self) -> None:
         plan = self.plan
         self.haystack_path = resolve_haystack_path(plan.options["haystack"], plan.request.data_dir)
-        needs_essays = any(sniah.VARIANTS[t].haystack == "essay" for t in plan.tasks)
+        needs_essays = any(self.data.VARIANTS[t].haystack == "essay" for t in plan.tasks)
         self.haystack = load_haystack(self.haystack_path) if needs_essays else None
 
     def max_length(self) -> int:
@@ -65,22 +85,23 @@ class SniahDriver:
     def check_with_tokenizer(self) -> None:
         plan = self.plan
         tokenizer = plan.evaluand.tokenizer
-        self.tokenizer_fp = sniah.tokenizer_fingerprint(tokenizer)
+        self.tokenizer_fp = tokenizer_fingerprint(tokenizer)
         for task in plan.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
             for length in plan.lengths:
-                smallest = sniah.smallest_length(task, tokenizer, self.haystack, length, plan.samples, plan.request.seed)
+                smallest = self.data.smallest_length(task, tokenizer, self.haystack, length, plan.samples,
+                                                     plan.request.seed)
                 if length < smallest:
-                    raise sniah.SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
+                    raise SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
                                            f"({smallest} tokens at least with an empty haystack); use larger lengths")
 
     def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        essay = sniah.VARIANTS[task].haystack == "essay"
+        essay = self.data.VARIANTS[task].haystack == "essay"
         settings = {
             "task_version": TASK_VERSION, "tokens_to_generate": TOKENS_TO_GENERATE,
             "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
         }
         plan = self.plan
-        data_key = sniah.dataset_key(task, self.tokenizer_fp, length, plan.samples, plan.request.seed, self.haystack)
+        data_key = self.data.dataset_key(task, self.tokenizer_fp, length, plan.samples, plan.request.seed, self.haystack)
         return settings, data_key
 
     def run_units(self, units):
@@ -93,7 +114,7 @@ class SniahDriver:
         plan = self.plan
         with tqdm(total=plan.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
                   disable=None, leave=False) as bar:
-            records, fingerprint, _ = sniah.load_or_generate(unit.task, plan.evaluand.tokenizer, unit.context_length,
+            records, fingerprint, _ = self.data.load_or_generate(unit.task, plan.evaluand.tokenizer, unit.context_length,
                                                              plan.samples, plan.request.seed, self.haystack, bar,
                                                              key=unit.data_key)
         return records, fingerprint
@@ -104,10 +125,10 @@ class SniahDriver:
         lm, hooks = self.plan.evaluand.lm, DecodingHooks()
         if not lm.scores_text:
             return hooks, {}
-        keys = {d["index"]: lm.prompt_key(sniah.prompt_of(d)) for d in records}
+        keys = {d["index"]: lm.prompt_key(prompt_of(d)) for d in records}
         if FUSED_ANSWER_NLL:
             tokenizer = self.plan.evaluand.tokenizer
-            hooks.score_continuations = {keys[d["index"]]: tokenizer(" " + d["outputs"][0], add_special_tokens=False)
+            hooks.score_continuations = {keys[d["index"]]: tokenizer(" " + self.answer(d), add_special_tokens=False)
                                          ["input_ids"] for d in records}
         if EARLY_STOP:  # once every needle value is in a row's output, string_match_all is 1 and no later token
             # can change it (RULER scores containment); the answer prefix is fixed by then too
@@ -124,7 +145,7 @@ class SniahDriver:
         missing = [i for i, v in enumerate(nlls) if v is None]
         if missing:  # the reference: lm-eval's loglikelihood, for any prompt the prefill did not score
             slow = mean_answer_nll(self.plan.evaluand.lm, self.plan.evaluand.tokenizer,
-                                   [(sniah.prompt_of(docs[i]), docs[i]["outputs"][0]) for i in missing])
+                                   [(prompt_of(docs[i]), self.answer(docs[i])) for i in missing])
             for i, value in zip(missing, slow):
                 nlls[i] = value
         return nlls, len(docs) - len(missing)
@@ -143,16 +164,12 @@ class SniahDriver:
             doc = entry["doc"]
             prediction = entry["filtered_resps"][0]
             samples.append(Sample(
-                doc["index"], score, target=doc["outputs"][0], prediction=prediction,
-                prompt_sha256=stable_hash(sniah.prompt_of(doc)),
-                fields={"depth": doc["depth"], "depth_used": sniah.depth_used(unit.task, doc), "key": doc["key"], "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
+                doc["index"], score, target=", ".join(doc["outputs"]), prediction=prediction,
+                prompt_sha256=stable_hash(prompt_of(doc)),
+                fields={**self.sample_fields(unit.task, doc, prediction), "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
                         "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
-                        "empty_prediction": not prediction.strip(),
-                        "answer_prefix": answer_prefix(prediction, doc["outputs"][0]), "answer_nll": nll}))
-        scores = [s.score for s in samples]
-        metrics = [mean_metric("score", scores, is_primary=True),
-                   Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores)),
-                   mean_metric("answer_prefix", [s.fields["answer_prefix"] for s in samples])]
+                        "empty_prediction": not prediction.strip(), "answer_nll": nll}))
+        metrics = self.unit_metrics(samples)
         if all(v is not None for v in nlls):
             metrics.append(Metric("answer_nll", sum(nlls) / len(nlls), n=len(nlls), higher_is_better=False))
         # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)

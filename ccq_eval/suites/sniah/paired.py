@@ -1,4 +1,4 @@
-"""S-NIAH's per-prompt scores for the pairs table and the paired deltas."""
+"""S-NIAH's (and the multi-needle suite's) per-prompt scores for the pairs table and the paired deltas."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ccq_eval.suites.sniah.columns import column_name, haystack_of
 
 def paired_cells(suite, store) -> dict:
     """'S1 1K acc' -> ScoreCell: every label's per-prompt scores in that cell (the pairs table)."""
-    frame = latest_samples(store, "sniah", ("prompt_sha256", "score"))
+    frame = latest_samples(store, suite.name, ("prompt_sha256", "score"))
     if frame.empty:
         return {}
     haystacks = frame.settings.map(haystack_of)

@@ -1,6 +1,7 @@
 """What the sniah task plugins call when stock lm-eval runs them (``--include_path``): the data built from the
 task metadata, or read back from the cache where an earlier run froze it. Under ccq-eval the driver hands
-lm-eval the records it built in process, and this is not called.
+lm-eval the records it built in process, and this is not called. The multi-needle plugins call the same
+``dataset_from_metadata`` with their own generator.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
 from ccq_eval.suites.plugin_args import lengths, tokenizer_source
-from ccq_eval.suites.sniah.data import VARIANTS, load_or_generate
+from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack
 
 
@@ -18,12 +19,17 @@ def dataset(sniah_task: str, **metadata) -> dict[str, datasets.Dataset]:
     return dataset_for_task(sniah_task, **metadata)
 
 
-def dataset_for_task(task: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples: int = 500,
-                     seed: int = 0, haystack: str | None = None, pretrained: str | None = None,
-                     **_) -> dict[str, datasets.Dataset]:
+def dataset_for_task(task: str, **metadata) -> dict[str, datasets.Dataset]:
+    return dataset_from_metadata(sniah, "sniah", task, **metadata)
+
+
+def dataset_from_metadata(generator, suite: str, task: str, tokenizer: str | None = None, max_seq_lengths=None,
+                          num_samples: int = 500, seed: int = 0, haystack: str | None = None,
+                          pretrained: str | None = None, **_) -> dict[str, datasets.Dataset]:
+    """``generator``: the data module (VARIANTS, load_or_generate) of ``suite``."""
     tok = load_tokenizer(tokenizer_source(task, tokenizer, pretrained))
-    hay = load_haystack(haystack or None) if VARIANTS[task].haystack == "essay" else None
+    hay = load_haystack(haystack or None) if generator.VARIANTS[task].haystack == "essay" else None
     records = []
-    for length in lengths("sniah", max_seq_lengths):
-        records += load_or_generate(task, tok, length, int(num_samples), int(seed), hay)[0]
+    for length in lengths(suite, max_seq_lengths):
+        records += generator.load_or_generate(task, tok, length, int(num_samples), int(seed), hay)[0]
     return {"test": datasets.Dataset.from_list(records)}

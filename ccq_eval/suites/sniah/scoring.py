@@ -37,11 +37,15 @@ def answer_prefix(prediction: str, value: str) -> float:
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
+    return scored("sniah", doc, results)
+
+
+def scored(suite: str, doc: dict, results: list[str]) -> dict[str, float]:
     """The score over every length, and under each length's own metric (lm-eval's RULER habit)."""
     from ccq_eval.suites.plugin_args import per_length
 
     score = 100.0 * ruler_string_match(results[0], doc["outputs"])
-    return {"score": score, **per_length("sniah", doc, score)}
+    return {"score": score, **per_length(suite, doc, score)}
 
 
 def score_at_length(items) -> float:

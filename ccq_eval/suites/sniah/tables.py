@@ -19,7 +19,7 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
           bounds: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(values, ci_low, ci_high): rows = labels, columns = S1/S2/S3 x lengths in the paper's order.
     The Wilson bounds (with ``bounds``) apply to the score (a proportion) only; NaN otherwise."""
-    rows = frame[(frame.suite == "sniah") & (frame.metric == metric)].copy() if not frame.empty else frame
+    rows = frame[(frame.suite == suite.name) & (frame.metric == metric)].copy() if not frame.empty else frame
     if rows.empty:
         return (pd.DataFrame(),) * 3
     rows["haystack"] = rows.settings.map(haystack_of)
@@ -37,13 +37,14 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
     return pivot("value"), pivot("low"), pivot("high")
 
 
-def accuracy_table(suite, frame: pd.DataFrame, store, options) -> Table:
+def accuracy_table(suite, frame: pd.DataFrame, store, options, title: str = "S-NIAH") -> Table:
+    """``title``: the suite's name in the caption (the multi-needle suite's table is this one)."""
     values, low, high = cells(suite, frame, bounds=options.ci)
     paired = (delta_row_tests(paired_cells(suite, store), options.baseline, " acc")
               if options.baseline and options.ci else {})
     return Table(values=values, low=None if values.empty else low, high=None if values.empty else high,
-                 caption=r"S-NIAH accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
-                 digits=1, reference=reference_rows("sniah") if options.reference else pd.DataFrame(), paired=paired)
+                 caption=title + r" accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
+                 digits=1, reference=reference_rows(suite.name) if options.reference else pd.DataFrame(), paired=paired)
 
 
 def partial_cells(suite, frame: pd.DataFrame) -> pd.DataFrame:
