@@ -1,7 +1,8 @@
 """`make demo`: the shipped tiny zoo through the real pipeline, offline, on a laptop CPU.
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
-25 samples per cell, and on long-context perplexity over four shipped corpora (the longppl
+25 samples per cell, on RULER's five multi-needle tasks at the training length, and on long-context perplexity
+over four shipped corpora (the longppl
 suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
 in the same voice that it never saw, which measures generalisation; Python's reference manual and
 standard-library source, text of another kind it has never seen). A
@@ -34,6 +35,7 @@ SNIAH_TASKS = "sniah_1,sniah_2"
 SWEEP_SNIAH_TASKS = "sniah_1"
 SWEEP_SNIAH_LENGTHS = "1k,4k"  # the training length and 4x
 SNIAH_SAMPLES = 25
+MULTI_NIAH_LENGTH = "1k"  # RULER's multi-needle tasks at the training length only (the zoo never saw four needles)
 LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
@@ -58,6 +60,12 @@ def sweep_lengths(lengths: str) -> str:
     return ",".join(str(L) for L in chosen)
 
 
+def training_length(lengths: str) -> str:
+    """MULTI_NIAH_LENGTH when the run covers it, else the run's shortest length."""
+    run = parse_lengths(lengths)
+    return str(parse_lengths(MULTI_NIAH_LENGTH)[0] if parse_lengths(MULTI_NIAH_LENGTH)[0] in run else run[0])
+
+
 def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas: tuple[float, ...]) -> list[Job]:
     from ccq_eval.zoo_build import ZOO
 
@@ -77,6 +85,12 @@ def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas:
                         cost))
         jobs.append(Job(f"{tag} longppl", ("--suite", "longppl", "--tasks", LONGPPL_TASKS, "--lengths", lengths,
                                            "--samples", str(sequences), *model), 0.35))
+        if not extra:  # the five multi-needle tasks, for the models themselves (not the sweep)
+            multi_length = training_length(lengths)
+            jobs.append(Job(f"{tag} multi_niah", ("--suite", "multi_niah", "--lengths", multi_length, "--samples",
+                                                  str(samples), "--batch-size", str(GENERATION_BATCH), *model),
+                            5 * sum(parse_lengths(multi_length)) / sum(parse_lengths(lengths))
+                            * (TRANSFORMER_DECODING_COST if ZOO[name].family == "transformer" else 1)))
     return sorted(jobs, key=lambda j: -j.cost)
 
 
@@ -220,7 +234,7 @@ def _render(store: Path, out: Path) -> bool:
     from ccq_eval import cli
 
     with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
-        for table in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
+        for table in ("sniah", "sniah-partial", "multi-niah", "longppl", "recall-state", "seeds", "pairs"):
             if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
                 return False
         if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:

@@ -7,16 +7,25 @@ import pandas as pd
 REPORTED = " (reported)"
 
 
-def reference_rows(table: str) -> pd.DataFrame:
-    """The reported numbers for a table, one row per source and model, labelled '(reported)'."""
+def reported_cells(table: str) -> pd.DataFrame:
+    """The reported numbers of a table as shipped (source, model, column, value), with each row's label
+    ("model [source]") beside them; empty where the table has none."""
     import importlib.resources
 
     path = importlib.resources.files("ccq_eval.reference") / f"{table}.csv"
     if not path.is_file():
         return pd.DataFrame()
     ref = pd.read_csv(path)
-    short = ref.source.str.split(",").str[0]
-    ref["label"] = ref.model + " [" + short + "]" + REPORTED
+    ref["label"] = ref.model + " [" + ref.source.str.split(",").str[0] + "]"
+    return ref
+
+
+def reference_rows(table: str) -> pd.DataFrame:
+    """The reported numbers for a table, one row per source and model, labelled '(reported)'."""
+    ref = reported_cells(table)
+    if ref.empty:
+        return ref
+    ref["label"] = ref.label + REPORTED
     return ref.pivot_table(index="label", columns="column", values="value", sort=False)
 
 

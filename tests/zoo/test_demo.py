@@ -46,9 +46,17 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     assert set(pairs.column) >= {"S1 1K acc", "PyCode 2K ppl"} and pairs.p_value.between(0, 1).all()
     columns = list(dict.fromkeys(pairs.column))  # in the suites' own tables' order (the sweep's S-NIAH: 1K only)
     assert columns[:4] == ["S1 1K acc", "Essays (seen) 1K ppl", "Essays (seen) 2K ppl", "Essays (held out) 1K ppl"]
-    for name in ("sniah", "sniah-partial", "longppl", "seeds", "pairs"):
+    multi = pd.read_csv(out / "tables" / "multi-niah.csv", index_col="label")  # the models, not the sweep; at 1K
+    assert sorted(multi.index) == ["gdn-tiny", "gla-tiny", "gla-tiny-s1"]
+    assert [c for c in multi.columns if "ci_" not in c] == ["family", "MK1 (ccq-essays) 1K", "MK2 1K", "MK3 1K",
+                                                           "MV (ccq-essays) 1K", "MQ (ccq-essays) 1K"]
+    recall = pd.read_csv(out / "tables" / "recall-state.csv", index_col="label")
+    assert recall.loc["gla-tiny · 1K", "multi-NIAH mean"] == pytest.approx(multi.loc["gla-tiny"].iloc[1:6].mean())
+    assert pd.isna(recall.loc["gla-tiny · 2K", "multi-NIAH mean"])  # multi-NIAH at the training length only
+    for name in ("sniah", "sniah-partial", "multi-niah", "longppl", "recall-state", "seeds", "pairs"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
+    assert (out / "figures" / "recall-state.png").exists()
     report = (out / "report.html").read_text()  # the report of the same store: every label, both figures, the pairs
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', report, re.S).group(1))
     assert {run["label"] for run in data["runs"]} == set(sniah.index)

@@ -37,7 +37,7 @@ def recall_state_figure(suite, store):
     """Each retrieval suite's mean accuracy against state MiB (log scale), a panel per suite, a point per model
     and length (labelled with the length; a model's seeds averaged), each CCQ model joined to its backbone at the
     same length by a thin line."""
-    from ccq_eval.suites.efficiency.recall_state import mean_columns, state_points
+    from ccq_eval.suites.efficiency.recall_state import mean_columns, reported_points, state_points
 
     points = state_points(store, metrics_frame(store))
     if points.empty or points.state_bytes.isna().all():
@@ -48,12 +48,29 @@ def recall_state_figure(suite, store):
     plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.9, 4.2), constrained_layout=True,
                              squeeze=False, sharey=True)
+    reported = reported_points()
     for ax, column in zip(axes[0], panels):
         _recall_panel(ax, points.dropna(subset=["state_bytes", column]), column)
+        if column in reported.columns:  # the reported rows, at their published configuration's state
+            _reported_panel(ax, reported.dropna(subset=["state_bytes", column]), column)
     axes[0][0].set_ylabel("retrieval accuracy (%, mean of tasks)")
-    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", fontsize=8, frameon=False,
+    handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=8, frameon=False,
                title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
     return fig
+
+
+def _reported_panel(ax, reported, column: str) -> None:
+    from ccq_eval.report.reference import REPORTED
+    from ccq_eval.suites.base import format_length
+    from ccq_eval.suites.efficiency.recall_state import MIB
+
+    for label, rows in reported.groupby("label", sort=False):
+        ax.scatter(rows.state_bytes / MIB, rows[column], color="black", marker="x", s=28, zorder=2,
+                   label=plot_label(label + REPORTED))
+        for _, row in rows.iterrows():
+            ax.annotate(format_length(int(row.length)), (row.state_bytes / MIB, row[column]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points", color="dimgrey")
 
 
 def _recall_panel(ax, points, column: str) -> None:

@@ -79,13 +79,44 @@ def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The configurations the reported S-NIAH rows were measured on: the GDN paper's 1.3B Gated DeltaNet (fla's
+# GatedDeltaNetConfig defaults are that model; a test compares them), in bf16, for the state it holds. The other
+# reported rows (DeltaNet, Mamba2) are families analytic.py does not count.
+PUBLISHED_CONFIGS = {
+    "Gated DeltaNet": ({"model_type": "gated_deltanet", "hidden_size": 2048, "num_hidden_layers": 21, "num_heads": 6,
+                        "head_dim": 256, "expand_v": 2.0, "use_short_conv": True, "conv_size": 4}, "bfloat16"),
+}
+
+
+def reported_points() -> pd.DataFrame:
+    """The reported S-NIAH rows as points (label "model [source]", length, task columns, the S-NIAH mean, the
+    state their published configuration holds at that length), for the models PUBLISHED_CONFIGS has."""
+    from ccq_eval.report.reference import reported_cells
+    from ccq_eval.suites.base import parse_lengths
+
+    ref = reported_cells("sniah")
+    ref = ref[ref.model.isin(list(PUBLISHED_CONFIGS))] if not ref.empty else ref
+    if ref.empty:
+        return pd.DataFrame()
+    ref["task"], ref["length"] = ref.column.str.split(" ").str[0], ref.column.str.split(" ").str[1].map(
+        lambda text: parse_lengths(text)[0])
+    rows = []
+    for (label, model, length), cell in ref.groupby(["label", "model", "length"], sort=False):
+        scores = dict(zip(cell.task, cell.value))
+        tasks = ("S1", "S2", "S3")  # the paper's three: a mean only where all three are reported
+        mean = sum(scores[t] for t in tasks) / len(tasks) if all(t in scores for t in tasks) else None
+        rows.append({"label": label, "length": int(length), **scores, mean_column("sniah"): mean,
+                     "state_bytes": counted(PUBLISHED_CONFIGS[model], int(length)), "state_from": COUNTED})
+    return pd.DataFrame(rows)
+
+
 def mean_columns(points: pd.DataFrame) -> list[str]:
     return [mean_column(suite) for suite in RETRIEVAL_SUITES if mean_column(suite) in points.columns]
 
 
-def recall_frame(points: pd.DataFrame) -> pd.DataFrame:
+def recall_frame(points: pd.DataFrame, suffix: str = "") -> pd.DataFrame:
     """The table's numbers: one row per point ("label · 1K"), accuracies, the state in MiB as measured or as
-    counted, and each suite's mean accuracy per MiB of state."""
+    counted, and each suite's mean accuracy per MiB of state; ``suffix`` ends every row's label."""
     if points.empty:
         return pd.DataFrame()
     accuracy = [c for c in points.columns if c not in ("label", "length", "state_bytes", "state_from")]
@@ -95,5 +126,5 @@ def recall_frame(points: pd.DataFrame) -> pd.DataFrame:
     values["state MiB (config)"] = mib.where(points.state_from == COUNTED)
     for column in mean_columns(points):
         values[f"{column} per MiB"] = points[column] / mib
-    values.index = [f"{label} · {format_length(L)}" for label, L in zip(points.label, points.length)]
+    values.index = [f"{label} · {format_length(L)}{suffix}" for label, L in zip(points.label, points.length)]
     return values

@@ -39,10 +39,13 @@ def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
 
 
 def recall_state_table(suite, frame: pd.DataFrame, store, options) -> Table:
-    from ccq_eval.suites.efficiency.recall_state import recall_frame, state_points
+    from ccq_eval.report.reference import REPORTED
+    from ccq_eval.suites.efficiency.recall_state import recall_frame, reported_points, state_points
 
-    return Table(values=recall_frame(state_points(store, frame)), digits=3,
+    reference = recall_frame(reported_points(), REPORTED) if options.reference else pd.DataFrame()
+    return Table(values=recall_frame(state_points(store, frame)), digits=3, reference=reference,
                  higher_is_better=lambda column: not column.startswith("state"),
                  caption="Recall against state: retrieval accuracy (\\%) of each model at each length beside the "
                          "bytes of state it holds there (MiB; measured by the efficiency suite, else counted from "
-                         "the config), and the mean accuracy per MiB")
+                         "the config), and the mean accuracy per MiB; reported rows at their published configuration's "
+                         "state")

@@ -62,8 +62,35 @@ def test_the_figure_is_log_scaled_and_joins_ccq_to_its_backbone(store):
     metrics = store.metrics_frame()
     measured = sorted(metrics[metrics.metric == "cache_bytes"].value / MIB)
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(xs, measured))
-    points = sum(len(c.get_offsets()) for c in ax.collections)
-    assert points == 4  # gla, ccq-gla at 1K; the Transformer at 1K and 2K
+    measured_points = sum(len(c.get_offsets()) for c in ax.collections if "(reported)" not in c.get_label())
+    assert measured_points == 4  # gla, ccq-gla at 1K; the Transformer at 1K and 2K
+    (reported,) = [c for c in ax.collections if "(reported)" in c.get_label()]
+    assert len(reported.get_offsets()) == 3  # Gated DeltaNet at 1K, 2K, 4K (S3 8K is not reported: no mean)
+    assert all(math.isclose(x, GDN_1_3B_STATE / MIB, rel_tol=1e-9) for x, _ in reported.get_offsets())
+
+
+# the GDN paper's 1.3B Gated DeltaNet: 21 layers x (6 heads x d_k 256 x d_v 512 float32 states + the short
+# convolution over q, k (6 x 256 each) and v (6 x 512) channels, 4 positions, bf16)
+GDN_1_3B_STATE = 21 * (6 * 256 * 512 * 4 + (2 * 6 * 256 + 6 * 512) * 4 * 2)
+
+
+def test_reported_rows_sit_at_their_published_configurations_state(store):
+    from fla.models import GatedDeltaNetConfig
+
+    from ccq_eval.suites.efficiency.recall_state import PUBLISHED_CONFIGS
+
+    published, dtype = PUBLISHED_CONFIGS["Gated DeltaNet"]
+    defaults = GatedDeltaNetConfig().to_dict()  # fla's defaults: the paper's 1.3B model
+    assert {key: defaults[key] for key in published} == published and dtype == "bfloat16"
+    rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state", reference=True)["csv"]))}
+    one = rows["Gated DeltaNet [GDN paper (ICLR 2025)] · 1K (reported)"]
+    assert float(one["state MiB (config)"]) == pytest.approx(GDN_1_3B_STATE / MIB, rel=1e-3)  # the CSV rounds
+    assert float(one["S-NIAH mean"]) == pytest.approx((98.4 + 100.0 + 86.6) / 3, abs=1e-3)
+    assert float(one["S1"]) == 98.4
+    assert rows["Gated DeltaNet [GDN paper (ICLR 2025)] · 8K (reported)"]["S-NIAH mean"] == ""  # S3 8K not reported
+    assert not any("DeltaNet [" in label and "Gated" not in label for label in rows)  # DeltaNet: not counted
+    plain = csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))
+    assert not any("(reported)" in r["label"] for r in plain)  # only with --reference
 
 
 def test_a_config_without_the_fields_counts_nothing():
