@@ -163,7 +163,7 @@ def test_exporting_an_unknown_run_names_it(tmp_path, capsys):
     assert "no-such-run" in capsys.readouterr().err
 
 
-PLUGIN_TASKS = "sniah_1,longppl_essays,longbench_qasper"
+PLUGIN_TASKS = "sniah_1,niah_multikey_2,longppl_essays,longbench_qasper"
 PLUGIN_METADATA = {"max_seq_lengths": [1024, 2048], "num_samples": 2,
                    "data_dir": str(REPO / "tests" / "fixtures" / "store_v1" / "data")}
 
@@ -207,10 +207,11 @@ def test_per_length_plugin_results_ingest_into_their_suites_units_and_tables(plu
     data = json.loads(plugin_output.read_text())["results"]
     store = tmp_path / "s.db"
     assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
-    assert "6 units added" in capsys.readouterr().out
+    assert "8 units added" in capsys.readouterr().out
     units = {(u.suite, u.task, u.context_length): u for u in Store(store, readonly=True).units()}
-    assert set(units) == {(s, t, L) for s, t in (("sniah", "sniah_1"), ("longppl", "longppl_essays"),
-                                                  ("longbench", "longbench_qasper")) for L in (1024, 2048)}
+    assert set(units) == {(s, t, L) for s, t in (("sniah", "sniah_1"), ("multi_niah", "niah_multikey_2"),
+                                                  ("longppl", "longppl_essays"), ("longbench", "longbench_qasper"))
+                          for L in (1024, 2048)}
     read = Store(store, readonly=True)
     for (suite, task, length), unit in units.items():
         (metric,) = read.metrics(unit.id)
@@ -223,3 +224,18 @@ def test_per_length_plugin_results_ingest_into_their_suites_units_and_tables(plu
                                                                       data["sniah_1"]["2048,none"]]
     assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
     assert "nothing new" in capsys.readouterr().out  # the same file twice adds nothing
+
+
+@pytest.mark.e2e
+def test_lm_evals_own_ruler_task_of_the_same_name_is_left_out(plugin_output, tmp_path, capsys):
+    """niah_multikey_2 is RULER's name, which lm-eval's port uses too: a results file from lm-eval's own task (its
+    config without the plugin's dataset_kwargs) is not ingested as this suite's data."""
+    from ccq_eval.store import Store
+
+    data = json.loads(plugin_output.read_text())
+    data["configs"]["niah_multikey_2"]["dataset_kwargs"] = {}
+    theirs = tmp_path / plugin_output.name
+    theirs.write_text(json.dumps(data))
+    assert main(["ingest", str(theirs), "--store", str(tmp_path / "s.db"), "--label", "x"]) == 0
+    assert "lm-eval's own RULER task" in capsys.readouterr().out
+    assert "multi_niah" not in {u.suite for u in Store(tmp_path / "s.db", readonly=True).units()}

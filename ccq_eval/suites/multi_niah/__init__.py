@@ -16,6 +16,16 @@ class MultiNiahSuite(SniahSuite):
 
         return MultiNiahDriver(plan)
 
+    def lm_eval_units(self, task, results):
+        """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
+        generator), and its config lacks the plugin's dataset_kwargs."""
+        if task not in self.all_tasks:
+            return None
+        config = ((results.data.get("configs") or {}).get(task) or {}).get("dataset_kwargs") or {}
+        if config.get(f"{self.name}_task") != task:
+            return "lm-eval's own RULER task of that name (not ccq-eval's plugin): its data is not this suite's"
+        return super().lm_eval_units(task, results)
+
     def prompt_context(self, record, width):
         """The first answer's needle (the asked one in the multi-key tasks) in its haystack."""
         from ccq_eval.suites.sniah.examples import needle_context

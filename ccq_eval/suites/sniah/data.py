@@ -25,7 +25,7 @@ from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenize
 from ccq_eval.suites.sniah import sizing
 from ccq_eval.suites.sniah.haystack import Haystack
 from ccq_eval.suites.sniah.sentences import SPLITTER, split_sentences
-from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE  # noqa: F401 (this module's API, as before)
+from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE  # noqa: F401 (read as sniah.TOKENS_TO_GENERATE)
 from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of  # noqa: F401 (this module's API)
 
 GENERATOR_VERSION = 1
