@@ -62,8 +62,8 @@ def sweep_lengths(lengths: str) -> str:
 
 def training_length(lengths: str) -> str:
     """MULTI_NIAH_LENGTH when the run covers it, else the run's shortest length."""
-    run = parse_lengths(lengths)
-    return str(parse_lengths(MULTI_NIAH_LENGTH)[0] if parse_lengths(MULTI_NIAH_LENGTH)[0] in run else run[0])
+    run, (wanted,) = parse_lengths(lengths), parse_lengths(MULTI_NIAH_LENGTH)
+    return str(wanted if wanted in run else run[0])
 
 
 def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas: tuple[float, ...]) -> list[Job]:

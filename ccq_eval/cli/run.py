@@ -27,16 +27,16 @@ def _add_suite_options(run) -> None:
     one (the same SuiteOption: S-NIAH's and the multi-needle suite's --haystack)."""
     from ccq_eval.suites import SUITES
 
-    declared: dict[str, tuple] = {}  # name -> (option, the suites declaring it)
+    options, owners = {}, {}  # name -> the option, and the suites declaring it
     for suite in SUITES.values():
         for option in suite.options:
-            if option.name in declared and declared[option.name][0] != option:
-                raise RuntimeError(f"suites {declared[option.name][1][0]!r} and {suite.name!r} both declare "
+            if options.setdefault(option.name, option) != option:
+                raise RuntimeError(f"suites {owners[option.name][0]!r} and {suite.name!r} both declare "
                                    f"--{option.name}, differently")
-            declared[option.name] = (option, declared.get(option.name, (None, []))[1] + [suite.name])
-    for name, (option, owners) in declared.items():
+            owners.setdefault(option.name, []).append(suite.name)
+    for name, option in options.items():
         run.add_argument(f"--{name}", dest=f"suite_option_{name}", metavar=name.upper(),
-                         help=f"{', '.join(owners)}: {option.help}")
+                         help=f"{', '.join(owners[name])}: {option.help}")
 
 
 def add(subparsers) -> None:

@@ -92,6 +92,7 @@ def reported_points() -> pd.DataFrame:
     """The reported S-NIAH rows as points (label "model [source]", length, task columns, the S-NIAH mean, the
     state their published configuration holds at that length), for the models PUBLISHED_CONFIGS has."""
     from ccq_eval.report.reference import reported_cells
+    from ccq_eval.suites import SUITES
     from ccq_eval.suites.base import parse_lengths
 
     ref = reported_cells("sniah")
@@ -103,7 +104,7 @@ def reported_points() -> pd.DataFrame:
     rows = []
     for (label, model, length), cell in ref.groupby(["label", "model", "length"], sort=False):
         scores = dict(zip(cell.task, cell.value))
-        tasks = ("S1", "S2", "S3")  # the paper's three: a mean only where all three are reported
+        tasks = tuple(SUITES["sniah"].display.values())  # the paper's three: a mean only where all three are reported
         mean = sum(scores[t] for t in tasks) / len(tasks) if all(t in scores for t in tasks) else None
         rows.append({"label": label, "length": int(length), **scores, mean_column("sniah"): mean,
                      "state_bytes": counted(PUBLISHED_CONFIGS[model], int(length)), "state_from": COUNTED})

@@ -156,7 +156,7 @@ def sample(variant: Variant, units: int, drawn: Draw, haystack) -> dict:
     """One record with ``units`` haystack units (essay words, or filler needle lines) around the needles."""
     rng = random.Random(drawn.placement)
     if variant.haystack == "essay":
-        filler, passes = sniah._essay_sentences(haystack, units) if units else ((), 1)
+        filler, passes = sniah.essay_sentences(haystack, units) if units else ((), 1)
         positions = rng.sample(sniah.DEPTHS, variant.needles)
     else:
         filler = [sniah.NEEDLE.format(type_plural=variant.value, key=random_of(variant.key, rng),

@@ -75,7 +75,8 @@ def random_value(kind: str, rng: random.Random) -> str:
 
 
 @lru_cache(maxsize=64)
-def _essay_sentences(haystack: Haystack, n_words: int) -> tuple[tuple[str, ...], int]:
+def essay_sentences(haystack: Haystack, n_words: int) -> tuple[tuple[str, ...], int]:
+    """(the first ``n_words`` of the haystack split into RULER's sentences, passes over it); every essay task's."""
     text, passes = haystack.take(n_words)
     return tuple(split_sentences(text.strip())), passes
 
@@ -87,7 +88,7 @@ def _context(variant: Variant, units: int, needle: str, rng: random.Random, hays
         index = rng.randrange(units) if units else 0
         sentences.insert(index, needle)
         return "\n".join(sentences), (100.0 * index / units if units else 0.0), 1
-    sentences, passes = _essay_sentences(haystack, units) if units else ((), 1)
+    sentences, passes = essay_sentences(haystack, units) if units else ((), 1)
     depth = rng.choice(DEPTHS)
     at = int(len(sentences) * depth / 100)
     return " ".join([*sentences[:at], needle, *sentences[at:]]), float(depth), passes
