@@ -140,3 +140,29 @@ def test_a_zoo_model_runs_every_task_through_the_command_line(tmp_path):
     for task, score, target, prediction, fields in stored_samples(store):
         assert score == 100 * ruler_string_match(prediction, target.split(", "))
         assert json.loads(fields)["answer_nll"] > 0  # the model scored its answers
+
+
+@pytest.fixture(scope="module")
+def bpe_with_bos():
+    """A real subword tokenizer: byte-level BPE trained on the shipped essays, with a BOS token added to every
+    encoding (as SentencePiece Llama tokenizers add theirs)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator([_essays().text], trainers.BpeTrainer(vocab_size=2000, special_tokens=["<s>"]))
+    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bpe.token_to_id("<s>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_subword_tokenizer_with_bos_fills_the_budget_and_never_exceeds_it(bpe_with_bos, task):
+    """The budget is counted as the model will read the prompt: BOS included, subword tokens, not bytes."""
+    assert bpe_with_bos("x")["input_ids"][0] == bpe_with_bos.bos_token_id
+    for record in multi.generate(task, bpe_with_bos, 1024, 4, seed=0, haystack=_essays()):
+        tokens = len(bpe_with_bos(record["input"] + " " + record["gen_prefix"])["input_ids"])
+        assert tokens + 128 <= 1024 and record["length"] == tokens + 128
+        assert tokens >= 1024 - 128 - 60  # filled: one more haystack unit (a line, a few words) would not fit
+        assert all(value in record["input"] for value in record["outputs"])
