@@ -32,15 +32,20 @@ def _lm_eval_results(args) -> int:
     files = [f for path in args.paths for f in results_files(Path(path))]
     read = [(f, *read_results(f, args.label)) for f in files]  # every file checked before the store is touched
     target = Store(args.store)
-    for path, run, units, left_out in read:
+    refused_any = False
+    for path, run, units, left_out, refused in read:
         skipped_text = f"; left out {'; '.join(left_out)}" if left_out else ""
+        refused_text = f"; refused {'; '.join(refused)}" if refused else ""
+        refused_any |= bool(refused)
         if not units:
-            print(f"{path}: nothing to add{skipped_text}")
+            print(f"{path}: nothing to add{skipped_text}{refused_text}")
             continue
         run_id, added, skipped = target.add_finished_run(run, units)
         print(f"{path}: " + (f"{added} units added as run {run_id} labelled {visible(repr(run['label']))}" if added else "nothing new")
-              + (f"; {skipped} already here" if skipped else "") + skipped_text)
-    return 0
+              + (f"; {skipped} already here" if skipped else "") + skipped_text + refused_text)
+    if refused_any:
+        print("ccq-eval: error: ingest refused results it cannot trust (named above); the rest was added", file=sys.stderr)
+    return 1 if refused_any else 0
 
 
 def _stores(args) -> int:

@@ -19,6 +19,11 @@ class LmEvalResultsError(BadInput):
     """A results file that cannot be read as lm-eval's; the message names it and what is wrong."""
 
 
+class Refused(str):
+    """Why one result of a readable file is not stored (a cut prompt, an impossible value): ingest names it, stores
+    the rest, and exits 1."""
+
+
 def load_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -52,11 +57,40 @@ def model_identity(config: dict) -> tuple[str, str, dict]:
     return spec, f"{SOURCE}: {spec}@{revision}", {"lm_eval_model": config.get("model"), "model_args": args}
 
 
-def _started(data: dict) -> str:
+def _started(path: Path, data: dict) -> str:
     stamp = data.get("date")
-    if isinstance(stamp, (int, float)):
-        return datetime.fromtimestamp(float(stamp), timezone.utc).isoformat()
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        try:
+            return datetime.fromtimestamp(float(stamp), timezone.utc).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise LmEvalResultsError(f"{path}: date {stamp!r} is not a time lm-eval could have written; the file is "
+                                     "damaged") from None
     return datetime.now(timezone.utc).isoformat()
+
+
+def _recorded_max_length(path: Path, data: dict) -> int | None:
+    """The context budget lm-eval ran the model with (``max_length``, written by lm-eval beside the tokenizer
+    facts); None when the file does not say."""
+    value = data.get("max_length")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise LmEvalResultsError(f"{path}: max_length {value!r} is not a token count; the file is damaged or not "
+                                 "lm-eval's")
+    return value
+
+
+def _check_shapes(path: Path, data: dict) -> None:
+    """The objects ingest reads by key are objects (or absent), so a damaged file is one line, not a traceback."""
+    for key in ("versions", "n-samples", "configs", "task_hashes", "n-shot", "group_subtasks"):
+        if key in data and not isinstance(data[key], dict):
+            raise LmEvalResultsError(f"{path}: {key!r} is {type(data[key]).__name__}, not an object; the file is "
+                                     "damaged or not lm-eval's")
+    if not isinstance(data["config"].get("model_args") or {}, (dict, str)):
+        raise LmEvalResultsError(f"{path}: config.model_args is neither an object nor a string; the file is damaged")
+    for task, numbers in data["results"].items():
+        if not isinstance(numbers, dict):
+            raise LmEvalResultsError(f"{path}: results[{task!r}] is not an object; the file is damaged")
 
 
 @dataclass
@@ -66,6 +100,7 @@ class Results:
     path: Path
     data: dict
     run: dict  # the run record: label, model spec, weights identity, lm-eval's provenance
+    max_length: int | None = None  # the context lm-eval gave the model, when the file records it
 
     @property
     def label(self) -> str:
@@ -106,13 +141,14 @@ class Results:
                     found[int(length)] = value
         return found
 
-    def samples(self, task: str, primary: str, length: int | None = None) -> list[dict]:
-        """The --log_samples records of ``task`` beside the results file (same date suffix), as sample rows; with
-        ``length``, those of documents of that length (their ``max_length``)."""
+    def sample_records(self, task: str, length: int | None = None) -> list[tuple[int, dict]]:
+        """(line number, record) of the --log_samples file of ``task`` beside the results file (same date suffix);
+        with ``length``, those of documents of that length (their ``max_length``). A line that is not a JSON
+        object is a damaged file."""
         found = self.path.parent / f"samples_{task}_{self.path.stem.removeprefix('results_')}.jsonl"
         if not found.is_file():
             return []
-        rows = []
+        records = []
         for number, line in enumerate(found.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -120,21 +156,84 @@ class Results:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 raise LmEvalResultsError(f"{found}: line {number} is not JSON; the samples file is damaged") from None
-            if length is not None and (record.get("doc") or {}).get("max_length") != length:
-                continue
+            if not isinstance(record, dict) or not isinstance(record.get("doc", {}), dict):
+                raise LmEvalResultsError(f"{found}: line {number} is not a sample object; the samples file is damaged")
+            if length is None or record.get("doc", {}).get("max_length") == length:
+                records.append((number, record))
+        return records
+
+    def samples(self, task: str, primary: str, length: int | None = None) -> list[dict]:
+        """The logged samples of ``task`` (of documents of ``length``) as sample rows."""
+        found = f"samples_{task}_{self.path.stem.removeprefix('results_')}.jsonl"
+        rows = []
+        for number, record in self.sample_records(task, length):
+            doc_id = record.get("doc_id", number - 1)
+            if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+                raise LmEvalResultsError(f"{found}: line {number}: doc_id {doc_id!r} is not an integer; the samples "
+                                         "file is damaged")
             score = record.get(primary)
-            rows.append({"idx": int(record.get("doc_id", number - 1)), "prompt_sha256": record.get("prompt_hash"),
-                         "target": None if record.get("target") is None else str(record["target"]),
-                         "prediction": json.dumps(record.get("filtered_resps"))[:2000],
-                         "score": float(score) if isinstance(score, (int, float)) else None,
-                         "fields": {k: record[k] for k in ("doc_hash", "target_hash", *record.get("metrics", []))
-                                    if k in record}})
+            row = {"idx": doc_id, "prompt_sha256": record.get("prompt_hash"),
+                   "target": None if record.get("target") is None else str(record["target"]),
+                   "prediction": json.dumps(record.get("filtered_resps"))[:2000],
+                   "score": float(score) if isinstance(score, (int, float)) else None,
+                   "fields": {k: record[k] for k in ("doc_hash", "target_hash", *record.get("metrics", []))
+                              if k in record}}
+            try:  # a lone surrogate cannot be stored (or shown) as text
+                json.dumps(row, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise LmEvalResultsError(f"{found}: line {number} holds text that is not valid Unicode (a lone "
+                                         "surrogate); the samples file is damaged") from None
+            rows.append(row)
         return rows
 
 
-def length_units(suite: str, task: str, results: Results, metric: str, higher_is_better: bool) -> list[tuple] | str:
+# What a per-length metric of a length suite can be: a score is a percentage, a token perplexity exp(mean NLL) >= 1
+VALID_RANGE = {"score": (0.0, 100.0), "perplexity": (1.0, math.inf)}
+
+
+def _doc_tokens(record: dict) -> int | None:
+    """The tokens one logged document takes in the model's context (prompt + generation, or the scored tokens), as
+    the plugin that built it counted them with the model's tokenizer: S-NIAH's ``length``, LongBench's
+    ``prompt_tokens`` plus the generation budget, perplexity's ``n_tokens``."""
+    doc = record.get("doc") or {}
+    if isinstance(doc.get("length"), int):
+        return doc["length"]
+    if isinstance(doc.get("n_tokens"), int):
+        return doc["n_tokens"]
+    arguments = record.get("arguments")
+    budget = None
+    if isinstance(arguments, dict):  # lm-eval logs {"gen_args_0": {"arg_0": prompt, "arg_1": generation kwargs}}
+        kwargs = next(iter(arguments.values()), {}).get("arg_1") if arguments else None
+        budget = kwargs.get("max_gen_toks") if isinstance(kwargs, dict) else None
+    if isinstance(doc.get("prompt_tokens"), int) and isinstance(budget, int):
+        return doc["prompt_tokens"] + budget
+    return None
+
+
+def untrusted(task: str, length: int, value: float, metric: str, results: Results) -> str | None:
+    """Why one per-length result cannot be stored (its prompts were, or may have been, cut; a value no such metric
+    can take), or None."""
+    if results.max_length is None:
+        return (f"{task} at {length}: the results record no max_length, so whether lm-eval cut its prompts cannot be "
+                "told; rerun through `ccq-eval lm-eval`")
+    if length > results.max_length:
+        return (f"{task} at {length}: needs {length} tokens (prompt + generation) but lm-eval ran the model with "
+                f"max_length {results.max_length}, so it cut the prompts; rerun with --model_args max_length={length}")
+    for number, record in results.sample_records(task, length):
+        tokens = _doc_tokens(record)
+        if tokens is not None and tokens > results.max_length:
+            return (f"{task} at {length}: the logged sample on line {number} takes {tokens} tokens, more than "
+                    f"max_length {results.max_length}: lm-eval cut it")
+    low, high = VALID_RANGE.get(metric, (-math.inf, math.inf))
+    if not low <= value <= high:
+        return f"{task} at {length}: {metric} {value!r} is outside [{low}, {high}]; the file is damaged"
+    return None
+
+
+def length_units(suite: str, task: str, results: Results, metric: str, higher_is_better: bool) -> list[tuple | Refused] | str:
     """One unit per length of a length suite's plugin task (S-NIAH, perplexity, LongBench): its ``"<L>,none"``
-    number as the primary metric at context length L, with the samples of that length when they were logged."""
+    number as the primary metric at context length L, with the samples of that length when they were logged; a
+    length whose result cannot be trusted (``untrusted``) as the reason it is refused, and nothing written for it."""
     from ccq_eval.data.cache import stable_hash
 
     numbers = results.length_numbers(task)
@@ -143,6 +242,9 @@ def length_units(suite: str, task: str, results: Results, metric: str, higher_is
     data, run = results.data, results.run
     units = []
     for length, value in sorted(numbers.items()):
+        if (why := untrusted(task, length, value, metric, results)) is not None:
+            units.append(Refused(why))
+            continue
         samples = results.samples(task, str(length), length)
         stderr = results.finite(task, f"{length}_stderr,none")
         settings = {"task_version": run["versions"]["task_versions"].get(task), "source": SOURCE, "metric": metric,
@@ -163,6 +265,7 @@ def length_units(suite: str, task: str, results: Results, metric: str, higher_is
 def read_document(path: Path, label: str | None = None) -> Results:
     """The file checked, and the run record it gives (``label``: default the checkpoint folder's name)."""
     data = load_json(path)
+    _check_shapes(path, data)
     config = data["config"]
     spec, weights, model_config = model_identity(config)
     if not spec:
@@ -177,5 +280,5 @@ def read_document(path: Path, label: str | None = None) -> Results:
            "device": str(config.get("device") or "unknown"), "batch_size": int(batch) if batch.isdigit() else 0,
            "seeds": {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")},
            "command_line": f"lm-eval ({path.name})", "versions": versions, "git_sha": data.get("git_hash"),
-           "started": _started(data)}
-    return Results(path, data, run)
+           "started": _started(path, data)}
+    return Results(path, data, run, _recorded_max_length(path, data))

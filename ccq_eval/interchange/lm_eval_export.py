@@ -53,7 +53,7 @@ class _Sections:
              "prompt_hash": s.prompt_sha256, "score": s.score, **(s.fields or {})} for s in bundle.samples)
 
 
-def _document(run, sections: _Sections) -> dict:
+def _document(run, sections: _Sections, max_length: int) -> dict:
     versions, seeds = run.versions or {}, run.seeds or {}
     return {
         "results": sections.results, "group_subtasks": {},
@@ -68,6 +68,9 @@ def _document(run, sections: _Sections) -> dict:
         "lm_eval_version": versions.get("lm_eval"), "transformers_version": versions.get("transformers"),
         "model_name": run.model_spec, "model_name_sanitized": _sanitized(run.model_spec), "task_hashes": {},
         "model_source": "ccq-eval",
+        # what lm-eval records beside the tokenizer: ccq-eval gives every unit a budget of at least its length and
+        # refuses a prompt that does not fit it, so no number here came from a cut prompt
+        "max_length": max_length,
     }
 
 
@@ -85,7 +88,8 @@ def export_run(store, run_id: str, out: Path) -> list[Path]:
     folder = out / _sanitized(bundle.run.model_spec)
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / f"results_{stamp}.json"]
-    written[0].write_text(json.dumps(_document(bundle.run, sections), indent=2, default=str))
+    max_length = max(unit.unit.context_length for unit in bundle.units)
+    written[0].write_text(json.dumps(_document(bundle.run, sections, max_length), indent=2, default=str))
     for task, rows in sections.samples.items():
         if rows:
             path = folder / f"samples_{task}_{stamp}.jsonl"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.interchange.lm_eval_document import LmEvalResultsError, read_document
+from ccq_eval.interchange.lm_eval_document import LmEvalResultsError, Refused, read_document
 from ccq_eval.suites import SUITES
 
 
@@ -18,19 +18,23 @@ def is_results_file(path: Path) -> bool:
     return path.suffix == ".json" and path.is_file()
 
 
-def read_results(path: Path, label: str | None = None) -> tuple[dict, list[tuple[dict, list[dict], list[dict]]], list[str]]:
-    """(run record, [(unit, metric rows, sample rows)], tasks left out with why) from one results file."""
+def read_results(path: Path, label: str | None = None) -> tuple[dict, list[tuple], list[str], list[str]]:
+    """(run record, [(unit, metric rows, sample rows)], tasks left out with why, results refused with why) from one
+    results file. Refused: a result that cannot be trusted (its prompts cut, a value its metric cannot take)."""
     results = read_document(path, label)
-    units, left_out = [], []
+    units, left_out, refused = [], [], []
     for task in results.tasks:
         read = next((r for r in (s.lm_eval_units(task, results) for s in SUITES.values()) if r is not None), None)
         if read is None:
             left_out.append(f"{task} (not a task of any ccq-eval table)")
+        elif isinstance(read, Refused):
+            refused.append(read)
         elif isinstance(read, str):
             left_out.append(f"{task} ({read})")
         else:
-            units += read
-    return results.run, units, left_out
+            units += [r for r in read if not isinstance(r, Refused)]
+            refused += [r for r in read if isinstance(r, Refused)]
+    return results.run, units, left_out, refused
 
 
 def results_files(path: Path) -> list[Path]:

@@ -19,10 +19,7 @@ from lm_eval.models.huggingface import HFLM
 from transformers import StoppingCriteriaList
 
 from ccq_eval.lm.decoding import DecodingHooks, PredicateStop, PromptKey, prompt_rows
-
-
-class PromptTooLong(RuntimeError):
-    """A prompt that would have to be truncated to fit the context budget."""
+from ccq_eval.lm.strict import PromptTooLong, RefusesTruncation  # noqa: F401 - PromptTooLong: re-exported
 
 
 def distributed_rank() -> tuple[int, int]:
@@ -37,7 +34,7 @@ def distributed_rank() -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
-class CCQEvalLM(HFLM):
+class CCQEvalLM(RefusesTruncation, HFLM):
     """HFLM over a loaded checkpoint, implementing adapter.ModelAdapter (rank and world_size are HFLM's)."""
 
     scores_text = True
@@ -172,24 +169,6 @@ class CCQEvalLM(HFLM):
             import torch.distributed as dist
 
             dist.barrier()
-
-    def tok_batch_encode(self, strings, padding_side="left", left_truncate_len=None, truncation=False):
-        encoding = self.tokenizer(strings, padding="longest", return_tensors="pt",
-                                  padding_side=padding_side, truncation=False)
-        lengths = encoding["attention_mask"].sum(dim=1)
-        if left_truncate_len is not None and int(lengths.max()) > left_truncate_len:
-            worst = int(lengths.max())
-            raise PromptTooLong(f"a prompt of {worst} tokens does not fit the budget of {left_truncate_len} "
-                                f"(max_length {self.max_length} minus the tokens to generate); it would be truncated")
-        return encoding["input_ids"], encoding["attention_mask"]
-
-    def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
-        for _, context_enc, continuation_enc in requests:
-            total = len(context_enc) + len(continuation_enc)
-            if total > self.max_length + 1:
-                raise PromptTooLong(f"a scored sequence of {total} tokens exceeds max_length {self.max_length}; "
-                                    "it would be truncated")
-        return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
 
     @property
     def device(self) -> torch.device:

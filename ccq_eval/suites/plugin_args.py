@@ -50,9 +50,27 @@ def mean(items) -> float:
     return sum(items) / len(items)
 
 
+def check_context(task: str, wanted: list[int], metadata: dict, tokenizer) -> None:
+    """Refuses (before lm-eval runs anything) a length that does not fit the context lm-eval will give the model:
+    each length budgets prompt + generation (or the scored tokens), so it must be at most the model's context."""
+    from ccq_eval.lm.context import check_lengths_fit, model_context
+
+    check_lengths_fit(task, {length: length for length in wanted}, model_context(metadata, tokenizer))
+
+
 def lengths(suite: str, max_seq_lengths) -> list[int]:
     from ccq_eval.suites import get_suite
 
     if not max_seq_lengths:
         return list(get_suite(suite).default_lengths)
-    return [int(length) for length in (max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths])]
+    given = max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths]
+    try:
+        wanted = [int(length) for length in given]
+    except (TypeError, ValueError):
+        wanted = []
+    if not wanted or min(wanted) <= 0:
+        from ccq_eval.errors import BadInput
+
+        raise BadInput(f"max_seq_lengths {max_seq_lengths!r}: not a list of token counts; pass --metadata "
+                       "'{\"max_seq_lengths\": [4096, 8192]}'")
+    return wanted

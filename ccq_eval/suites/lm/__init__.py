@@ -20,7 +20,7 @@ class LmSuite(Suite):
         from ccq_eval.suites.lm.ingest import lm_unit
 
         read = lm_unit(task, results)
-        return [read] if isinstance(read, tuple) else read
+        return [read] if isinstance(read, tuple) else read  # or why it is left out (a Refused one is refused)
 
     def fetchable(self):
         from ccq_eval.suites.lm.data import METRICS

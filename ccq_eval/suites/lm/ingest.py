@@ -5,7 +5,7 @@ hash and version and the samples evaluated (so the same file ingested twice adds
 from __future__ import annotations
 
 from ccq_eval.data.cache import stable_hash
-from ccq_eval.interchange.lm_eval_document import SOURCE
+from ccq_eval.interchange.lm_eval_document import SOURCE, Refused
 from ccq_eval.suites.lm.data import METRICS, PERPLEXITIES
 from ccq_eval.suites.lm.protocol import WINDOW
 
@@ -31,6 +31,12 @@ def lm_unit(task: str, results) -> tuple | str | None:
     if missing:
         return f"no {', '.join(missing)} with filter 'none'"
     entry, n = results.n_samples(task)
+    rows = _metric_rows(results, task, names, primary, n)  # a number that is not finite: a damaged file
+    if results.max_length is None or results.max_length < WINDOW:
+        said = ("record no max_length" if results.max_length is None
+                else f"ran the model with max_length {results.max_length}, below the lm suite's window of {WINDOW}")
+        return Refused(f"{task}: the results {said}, so lm-eval may have cut its contexts; rerun through "
+                       "`ccq-eval lm-eval` or ccq-eval's lm suite")
     data, run = results.data, results.run
     settings = {"num_fewshot": (data.get("n-shot") or {}).get(task), "metrics": list(names), "primary": primary,
                 "task_version": run["versions"]["task_versions"].get(task), "n_samples": n,
@@ -39,7 +45,7 @@ def lm_unit(task: str, results) -> tuple | str | None:
     key = stable_hash({"source": SOURCE, "weights": run["weights_sha256"],
                        "model_args": run["model_config"].get("model_args"), "task": task, "settings": settings,
                        "samples": entry})
-    unit = {"suite": "lm", "task": task, "context_length": int(data.get("max_length") or WINDOW), "unit_key": key,
+    unit = {"suite": "lm", "task": task, "context_length": results.max_length, "unit_key": key,
             "status": "complete", "started": run["started"], "finished": run["started"],
             "dataset_fingerprint": settings["task_hash"], "settings": settings}
-    return unit, _metric_rows(results, task, names, primary, n), results.samples(task, primary)
+    return unit, rows, results.samples(task, primary)

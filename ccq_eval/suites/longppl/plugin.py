@@ -9,7 +9,7 @@ import math
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
-from ccq_eval.suites.plugin_args import at_length, lengths, per_length, tokenizer_source
+from ccq_eval.suites.plugin_args import at_length, check_context, lengths, per_length, tokenizer_source
 from ccq_eval.suites.longppl import corpora
 
 
@@ -20,10 +20,13 @@ def dataset(corpus: str, **metadata) -> dict[str, datasets.Dataset]:
 
 def dataset_for_corpus(corpus: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
                        l_max: int | None = None, data_dir: str = "", pretrained: str | None = None,
-                       **_) -> dict[str, datasets.Dataset]:
-    """``l_max`` (the scored sequences' length): the largest length when not given, as in a ccq-eval run."""
-    tok = load_tokenizer(tokenizer_source(f"longppl_{corpus}", tokenizer, pretrained))
+                       **model_args) -> dict[str, datasets.Dataset]:
+    """``l_max`` (the scored sequences' length): the largest length when not given, as in a ccq-eval run. A length
+    past the model's context would be scored in lm-eval's rolling windows of that context, not in one pass: refused."""
+    task = f"longppl_{corpus}"
+    tok = load_tokenizer(tokenizer_source(task, tokenizer, pretrained))
     wanted = lengths("longppl", max_seq_lengths)
+    check_context(task, wanted, {**model_args, "pretrained": pretrained}, tok)
     selection = corpora.select(corpus, corpora.local_path(corpus, data_dir or None), tok, int(l_max or max(wanted)),
                                int(num_samples) if num_samples else None)
     docs = []
