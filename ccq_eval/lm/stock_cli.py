@@ -152,7 +152,8 @@ def main(argv: list[str]) -> int:
     try:
         cli_evaluate()
     except PromptTooLong as exc:  # the first (longest) prompt lm-eval would have cut: nothing was written
-        raise BadInput(f"lm-eval: {exc}; pass --model_args max_length=N large enough, or drop the task") from None
+        print(file=sys.stderr)  # lm-eval's progress bar leaves its line open
+        raise BadInput(f"lm-eval: {exc}: pass that in --model_args, or drop the task") from None
     except SystemExit as exc:  # lm-eval's argparse and its own checks exit; pass their status on
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:

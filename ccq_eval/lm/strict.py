@@ -21,7 +21,8 @@ class RefusesTruncation:
         if left_truncate_len is not None and int(lengths.max()) > left_truncate_len:
             worst = int(lengths.max())
             raise PromptTooLong(f"a prompt of {worst} tokens does not fit the budget of {left_truncate_len} "
-                                f"(max_length {self.max_length} minus the tokens to generate); it would be truncated")
+                                f"(max_length {self.max_length} minus the tokens to generate); it would be truncated "
+                                f"(it needs max_length={worst + self.max_length - left_truncate_len})")
         return encoding["input_ids"], encoding["attention_mask"]
 
     def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
@@ -29,7 +30,7 @@ class RefusesTruncation:
             total = len(context_enc) + len(continuation_enc)
             if total > self.max_length + 1:
                 raise PromptTooLong(f"a scored sequence of {total} tokens exceeds max_length {self.max_length}; "
-                                    "it would be truncated")
+                                    f"it would be truncated (it needs max_length={total - 1})")
         return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
 
 

@@ -239,3 +239,106 @@ def test_lm_evals_own_ruler_task_of_the_same_name_is_left_out(plugin_output, tmp
     assert main(["ingest", str(theirs), "--store", str(tmp_path / "s.db"), "--label", "x"]) == 0
     assert "lm-eval's own RULER task" in capsys.readouterr().out
     assert "multi_niah" not in {u.suite for u in Store(tmp_path / "s.db", readonly=True).units()}
+
+
+def edited_copy(results: Path, into: Path, edit=None, edit_samples=None) -> Path:
+    """The results file and its samples files copied into ``into``, the results JSON changed by ``edit(data)`` and
+    each samples line by ``edit_samples(task, line) -> line``."""
+    into.mkdir(parents=True, exist_ok=True)
+    for path in results.parent.glob("samples_*.jsonl"):
+        lines = path.read_text().splitlines()
+        task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
+        (into / path.name).write_text("".join((edit_samples(task, line) if edit_samples else line) + "\n"
+                                              for line in lines))
+    data = json.loads(results.read_text())
+    if edit:
+        edit(data)
+    (into / results.name).write_text(json.dumps(data))
+    return into / results.name
+
+
+def stored_cells(store: Path) -> set:
+    return set(sqlite3.connect(store).execute("SELECT task, context_length FROM units").fetchall())
+
+
+@pytest.mark.e2e
+def test_ingest_refuses_the_lengths_lm_eval_ran_past_its_max_length_and_keeps_the_rest(plugin_output, tmp_path, capsys):
+    cut = edited_copy(plugin_output, tmp_path / "cut", lambda d: d.update(max_length=1024))
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(cut), "--store", str(store)]) == 1
+    said = capsys.readouterr()
+    assert "4 units added" in said.out and said.err.count("\n") == 1
+    assert "sniah_1 at 2048: needs 2048 tokens (prompt + generation) but lm-eval ran the model with max_length 1024" in said.out
+    assert stored_cells(store) == {(task, 1024) for task in PLUGIN_TASKS.split(",")}
+
+
+@pytest.mark.e2e
+def test_ingest_refuses_results_that_do_not_record_max_length(plugin_output, tmp_path, capsys):
+    unknown = edited_copy(plugin_output, tmp_path / "unknown", lambda d: d.pop("max_length"))
+    assert main(["ingest", str(unknown), "--store", str(tmp_path / "s.db")]) == 1
+    out = capsys.readouterr().out
+    assert "nothing to add" in out and "sniah_1 at 1024: the results record no max_length" in out
+    assert stored_cells(tmp_path / "s.db") == set()
+
+
+@pytest.mark.e2e
+def test_ingest_refuses_a_length_whose_logged_samples_show_a_cut(plugin_output, tmp_path, capsys):
+    def longer(task, line):
+        record = json.loads(line)
+        if task == "sniah_1" and record["doc"]["max_length"] == 1024:
+            record["doc"]["length"] = 5000  # a prompt the model's 4096 cannot hold
+        return json.dumps(record)
+
+    shown = edited_copy(plugin_output, tmp_path / "shown", edit_samples=longer)
+    assert main(["ingest", str(shown), "--store", str(tmp_path / "s.db")]) == 1
+    assert "takes 5000 tokens, more than max_length 4096: lm-eval cut it" in capsys.readouterr().out
+    assert ("sniah_1", 1024) not in stored_cells(tmp_path / "s.db")
+    assert ("sniah_1", 2048) in stored_cells(tmp_path / "s.db")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("value", [-5.0, 250.0])
+def test_ingest_refuses_an_accuracy_no_score_can_be(plugin_output, tmp_path, capsys, value):
+    odd = edited_copy(plugin_output, tmp_path / "odd", lambda d: d["results"]["sniah_1"].update({"1024,none": value}))
+    assert main(["ingest", str(odd), "--store", str(tmp_path / "s.db")]) == 1
+    assert f"sniah_1 at 1024: score {value} is outside [0.0, 100.0]" in capsys.readouterr().out
+    assert ("sniah_1", 1024) not in stored_cells(tmp_path / "s.db")
+
+
+def _first_sniah_line(change):
+    def edit(task, line):
+        record = json.loads(line)
+        if task == "sniah_1" and record["doc_id"] == 0 and record["doc"]["max_length"] == 1024:
+            return change(record)
+        return line
+    return edit
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("edit,edit_samples,said", [
+    (None, _first_sniah_line(lambda r: json.dumps({**r, "target": "\ud800"})), "not valid Unicode"),
+    (None, _first_sniah_line(lambda r: json.dumps({**r, "doc_id": "zero"})), "doc_id 'zero' is not an integer"),
+    (None, _first_sniah_line(lambda r: "[1, 2]"), "is not a sample object"),
+    (lambda d: d.update(date=1e20), None, "date 1e+20 is not a time"),
+    (lambda d: d.update(versions=None), None, "'versions' is NoneType, not an object"),
+    (lambda d: d.update(max_length="4k"), None, "max_length '4k' is not a token count"),
+], ids=["surrogate", "doc_id", "not-object", "date", "versions", "max_length"])
+def test_a_damaged_results_or_samples_file_is_one_line_and_writes_nothing(plugin_output, tmp_path, capsys, edit,
+                                                                          edit_samples, said):
+    damaged = edited_copy(plugin_output, tmp_path / "damaged", edit, edit_samples)
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(damaged), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and err.startswith("ccq-eval: error: ") and not store.exists()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("max_length", [None, 1024])
+def test_lm_table_results_below_the_lm_window_or_without_max_length_are_refused(lm_eval_output, tmp_path, capsys,
+                                                                                max_length):
+    short = edited_copy(lm_eval_output, tmp_path / "short",
+                        lambda d: d.pop("max_length") if max_length is None else d.update(max_length=max_length))
+    assert main(["ingest", str(short), "--store", str(tmp_path / "s.db")]) == 1
+    out = capsys.readouterr().out
+    assert "refused piqa: the results " in out and "lm-eval may have cut its contexts" in out
+    assert stored_cells(tmp_path / "s.db") == set()
