@@ -40,3 +40,20 @@ def add_store(parser) -> None:
 def lengths_text(lengths) -> str:
     """(1024, 2048) -> '1k,2k' as --lengths takes them."""
     return ",".join(f"{L // 1024}k" if L % 1024 == 0 else str(L) for L in lengths)
+
+
+def open_for_reading(path: str):
+    """The store opened read-only, with one line on stderr naming what its readers leave out: stored numbers that are
+    not finite (no run stores one and ingest refuses them, but a hand-edited or foreign store may hold them)."""
+    import sys
+
+    from ccq_eval.store import Store
+    from ccq_eval.text import visible
+
+    store = Store(path, readonly=True)
+    untrusted = store.untrusted_metrics()
+    if untrusted:
+        label, suite, task, length, metric, value = untrusted[0]
+        print(f"ccq-eval: note: {len(untrusted)} stored value(s) are not finite numbers and are left out of every table "
+              f"and figure (first: {visible(repr(label))} {task} at {length} {metric} = {value})", file=sys.stderr)
+    return store

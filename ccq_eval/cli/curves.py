@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_FIGURES, add_store
+from ccq_eval.cli.common import DEFAULT_FIGURES, add_store, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
@@ -23,13 +23,12 @@ def add(subparsers) -> None:
 def handle(args) -> int:
     from ccq_eval.report.figures import write_figure
     from ccq_eval.report.registry import draw_figure, figure_names
-    from ccq_eval.store import Store
 
     if args.figure is not None and args.figure not in figure_names():
         raise BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(figure_names())}")
     names = [args.figure] if args.figure else list(figure_names())
     out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in ("png", "pdf")])
-    store = Store(args.store, readonly=True)
+    store = open_for_reading(args.store)
     drawn = 0
     for name in names:
         fig = draw_figure(store, name)

@@ -34,6 +34,8 @@ def _lm_eval_results(args) -> int:
     target = Store(args.store)
     refused_any = False
     for path, run, units, left_out, refused in read:
+        units, held = held_elsewhere(target, run, units)
+        refused = [*refused, *held]
         skipped_text = f"; left out {'; '.join(left_out)}" if left_out else ""
         refused_text = f"; refused {'; '.join(refused)}" if refused else ""
         refused_any |= bool(refused)
@@ -48,6 +50,29 @@ def _lm_eval_results(args) -> int:
     return 1 if refused_any else 0
 
 
+def known_task(suite: str, task: str) -> bool:
+    """Whether this version's tables know the task (a suite's own or extra task, or any lm-eval task of the lm suite,
+    which names lm-eval's)."""
+    from ccq_eval.suites import SUITES
+
+    return suite in SUITES and (suite == "lm" or task in SUITES[suite].all_tasks)
+
+
+def held_elsewhere(target, run: dict, units: list[tuple]) -> tuple[list[tuple], list[str]]:
+    """The units that do not give a label a second result for a cell it holds (the tables would show only the later
+    one), and why the others are refused. The same result again (its unit key) is left to the store to skip."""
+    held = target.label_cells(run["label"])
+    kept, refused = [], []
+    for unit in units:
+        cell = (unit[0]["suite"], unit[0]["task"], unit[0]["context_length"])
+        if cell in held and held[cell] != unit[0]["unit_key"]:
+            refused.append(f"{cell[1]} at {cell[2]}: label {visible(repr(run['label']))} already holds a result for "
+                           "it; ingest under another --label")
+        else:
+            kept.append(unit)
+    return kept, refused
+
+
 def _stores(args) -> int:
     from ccq_eval.store import Store
 
@@ -56,7 +81,7 @@ def _stores(args) -> int:
         source.check_integrity()  # a damaged page fails here, before the target is created or touched
     target = Store(args.store)
     with target.transaction():  # one transaction: a source that fails mid-read merges nothing at all
-        reports = [(path, *target.ingest(source)) for path, source in zip(args.paths, sources)]
+        reports = [(path, *target.ingest(source, known_task)) for path, source in zip(args.paths, sources)]
     refused_any = False
     for path, added_runs, added_units, already_complete, refused in reports:
         print(f"{path}: {added_runs} runs, {added_units} units added"

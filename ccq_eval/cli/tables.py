@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_TABLES, add_store
+from ccq_eval.cli.common import DEFAULT_TABLES, add_store, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
@@ -33,13 +33,12 @@ def add(subparsers) -> None:
 def handle(args) -> int:
     from ccq_eval.report.formats import EXTENSIONS
     from ccq_eval.report.registry import render_table, table_names
-    from ccq_eval.store import Store
 
     names = table_names() if args.table == "all" else (args.table,)
     if any(name not in table_names() for name in names):
         raise BadInput(f"--table {args.table!r}: unknown; available: {', '.join(table_names())}, all")
     out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in EXTENSIONS.values()])
-    store = Store(args.store, readonly=True)
+    store = open_for_reading(args.store)
     for name in names:
         try:
             rendered = render_table(store, name, ci=args.ci, reference=args.reference, baseline=args.baseline,

@@ -20,10 +20,17 @@ def pyplot():
     return plt
 
 
+PLOT_LABEL_CHARS = 60  # a longer label is shown by its start and end: a 10,000-character one squeezed the axes away
+
+
 def plot_label(label: str) -> str:
     """A label as matplotlib shows it verbatim: "$" would start mathtext, a leading "_" hides a legend
-    entry, a newline would break the line."""
-    text = " ".join(str(label).splitlines()).replace("$", r"\$")
+    entry, a newline would break the line; a very long one shortened in the middle (start and end kept, so labels
+    that differ only at the end stay apart)."""
+    text = " ".join(str(label).splitlines())
+    if len(text) > PLOT_LABEL_CHARS:
+        text = text[: PLOT_LABEL_CHARS - 16] + "…" + text[-15:]
+    text = text.replace("$", r"\$")
     return "\u200b" + text if text.startswith("_") else text
 
 

@@ -15,8 +15,9 @@ EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
 def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
     """Best value per column; higher_is_better may be one flag or one per column."""
     direction = higher_is_better if isinstance(higher_is_better, dict) else {c: higher_is_better for c in values.columns}
-    best = pd.Series({c: (values[c].max() if direction.get(c, True) else values[c].min()) for c in values.columns})
-    return values.eq(best) & values.notna()
+    finite = values.apply(pd.to_numeric, errors="coerce").replace([float("inf"), float("-inf")], float("nan"))
+    best = pd.Series({c: (finite[c].max() if direction.get(c, True) else finite[c].min()) for c in values.columns})
+    return finite.eq(best) & finite.notna()
 
 
 def one_line(text) -> str:

@@ -3,16 +3,27 @@ other runs), the latest one counts; failed units never reach a table (they show 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ccq_eval.store import Store
 
 
+def numeric(column: pd.Series) -> pd.Series:
+    """A stored column as floats: text (``'NaN'``, a word) and infinities become NaN, so no reader meets them."""
+    values = pd.to_numeric(column, errors="coerce").astype(float)
+    return values.where(np.isfinite(values))
+
+
 def metrics_frame(store: Store) -> pd.DataFrame:
-    """Every metric row of a complete unit, the latest unit per (label, suite, task, length, metric)."""
+    """Every metric row of a complete unit, the latest unit per (label, suite, task, length, metric). A value that is
+    not a finite number (which no run stores, and ingest refuses; a hand-edited or foreign store may hold one) is left
+    out, as a failed unit is: `Store.untrusted_metrics` names them for the commands to say so."""
     frame = store.metrics_frame()
     if frame.empty:
         return frame
+    frame["value"], frame["stderr"], frame["n"] = numeric(frame.value), numeric(frame.stderr), numeric(frame.n)
+    frame = frame[frame.value.notna()]
     frame = frame.sort_values(["finished", "unit_id"])
     return frame.groupby(["label", "suite", "task", "context_length", "metric"], as_index=False).last()
 
@@ -35,4 +46,20 @@ def latest_samples(store: Store, suite: str, columns: tuple[str, ...]) -> pd.Dat
     if frame.empty:
         return frame
     latest = frame.sort_values(["finished", "unit_id"]).groupby(["label", "task", "context_length"]).unit_id.last()
-    return frame[frame.unit_id.isin(set(latest))].copy()
+    frame = frame[frame.unit_id.isin(set(latest))].copy()
+    if "score" in frame:
+        frame["score"] = numeric(frame.score)
+    if "fields" in frame:
+        frame["fields"] = frame.fields.map(sample_fields)
+    return frame
+
+
+def sample_fields(text) -> dict:
+    """A sample's per-suite fields (JSON text in the store) as a dict: empty where they are not a JSON object."""
+    import json
+
+    try:
+        fields = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}

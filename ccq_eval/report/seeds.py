@@ -28,9 +28,9 @@ def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     rows = rows[rows.model.isin(seeds[seeds > 1].index)]
     if rows.empty:
         return (pd.DataFrame(),) * 3
-    rows["column"] = [f"{SUITES[s].display[t]} {format_length(L)} {SEED_METRICS[(s, m)][0]}"
+    rows["column"] = [f"{SUITES[s].display_name(t)} {format_length(L)} {SEED_METRICS[(s, m)][0]}"
                       for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
-    rows["order"] = [(list(SUITES).index(s), list(SEED_METRICS).index((s, m)), SUITES[s].all_tasks.index(t), L)
+    rows["order"] = [(list(SUITES).index(s), list(SEED_METRICS).index((s, m)), SUITES[s].task_order(t), L)
                      for s, t, L, m in zip(rows.suite, rows.task, rows.context_length, rows.metric)]
     columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
     stats = rows.groupby(["model", "column"]).value.agg(["mean", "std", "count"])

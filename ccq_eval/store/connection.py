@@ -39,11 +39,18 @@ class Connection:
             self._check_file(Path(self.path))
         target = self.path if uri else (f"file:{self.path}?mode=ro" if readonly else self.path)
         try:
-            self.db = sqlite3.connect(target, uri=uri or readonly, timeout=BUSY_TIMEOUT_MS / 1000,
-                                      isolation_level=None)
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.db.execute("PRAGMA foreign_keys = ON")
-            create_or_check(self)
+            self._open(target, uri or readonly)
+        except sqlite3.OperationalError as exc:
+            if not (readonly and not uri and self._closed_cleanly()):
+                raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
+                                 "another --store") from exc
+            # a store in a folder this user cannot write: SQLite's WAL mode wants to create its shared-memory file
+            # there even to read. Closed cleanly (no write-ahead log beside it), the file alone is the whole store.
+            try:
+                self._open(Path(self.path).resolve().as_uri() + "?mode=ro&immutable=1", True)
+            except sqlite3.DatabaseError as again:
+                raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({again}); move it aside or "
+                                 "pass another --store") from again
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
                              "another --store") from exc
@@ -52,6 +59,17 @@ class Connection:
             if (version := self.version) < SCHEMA_VERSION:
                 migrate(self, version)
             ensure_one_computed_per_key(self)
+
+    def _open(self, target: str, uri: bool) -> None:
+        self.db = sqlite3.connect(target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        create_or_check(self)
+
+    def _closed_cleanly(self) -> bool:
+        """No write-ahead log with content beside the store: every commit is in the file itself."""
+        wal = Path(self.path + "-wal")
+        return not wal.exists() or wal.stat().st_size == 0
 
     def _check_file(self, file: Path) -> None:
         for suffix in ("-wal", "-shm"):  # SQLite's journal files beside the store: a folder there fails every open

@@ -11,10 +11,11 @@ class Ingest(Writes):
     """The merge half of Store (a Connection)."""
 
     @writes
-    def ingest(self, other) -> tuple[int, int, int, list[str]]:
+    def ingest(self, other, known_task=None) -> tuple[int, int, int, list[str]]:
         """Copy other's runs and their units, metrics and samples: (runs added, units added, complete units
         skipped because their label holds a result for their key here already, refusals). Ingesting twice adds
-        nothing."""
+        nothing. ``known_task(suite, task)``: whether this version's tables know the task (a unit of another, from a
+        newer ccq-eval, is refused)."""
         added_runs = added_units = already_complete = 0
         refused = []
         with self.transaction():
@@ -26,7 +27,10 @@ class Ingest(Writes):
                     self._insert("runs", run)
                     added_runs += 1
                 for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],))):
-                    outcome = self._merge_unit(other, unit, run)
+                    unknown = known_task is not None and not known_task(unit["suite"], unit["task"])
+                    outcome = (f"is of task {unit['task']!r}, which suite {unit['suite']!r} of this ccq-eval does not "
+                               "know (a newer version's?); upgrade ccq-eval to merge it") if unknown else \
+                        self._merge_unit(other, unit, run)
                     if outcome == "complete elsewhere":
                         already_complete += 1  # one computed result per unit key: the one here is kept
                     elif outcome == "added":

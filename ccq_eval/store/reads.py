@@ -91,6 +91,20 @@ class Reads:
             "m.higher_is_better, m.is_primary, u.id AS unit_id, u.finished, u.settings "
             "FROM metrics m JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete'")
 
+    def label_cells(self, label: str) -> dict[tuple[str, str, int], str]:
+        """(suite, task, context_length) -> unit key of every complete unit a label holds."""
+        return {(r[0], r[1], r[2]): r[3] for r in self.query(
+            "SELECT u.suite, u.task, u.context_length, u.unit_key FROM units u JOIN runs r ON r.id = u.run_id "
+            "WHERE u.status = 'complete' AND r.label = ?", (label,))}
+
+    def untrusted_metrics(self) -> list[tuple]:
+        """(label, suite, task, context_length, metric, value as stored) of complete units' metric rows whose value is
+        not a finite number: text, or an infinity (SQLite stores NaN as NULL, which the schema refuses)."""
+        return [tuple(r) for r in self.query(
+            "SELECT m.label, m.suite, m.task, m.context_length, m.metric, CAST(m.value AS TEXT) FROM metrics m "
+            "JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete' AND (typeof(m.value) NOT IN "
+            "('real', 'integer') OR m.value > 1.7976931348623157e308 OR m.value < -1.7976931348623157e308)")]
+
     def samples_frame(self, suite: str, columns: tuple[str, ...]):
         """Per-sample ``columns`` (of the samples table) of one suite's complete units, with the run's label, the
         unit's task, length, settings, finish time and id."""

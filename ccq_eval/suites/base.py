@@ -112,6 +112,14 @@ class Suite(ABC):
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
 
+    def display_name(self, task: str) -> str:
+        """The paper's abbreviation; a task this version does not know (a newer ccq-eval's) shows as its own id."""
+        return self.display.get(task, task)
+
+    def task_order(self, task: str) -> int:
+        """Where a task's columns go: the suite's order, a task it does not know last."""
+        return self.all_tasks.index(task) if task in self.all_tasks else len(self.all_tasks)
+
     @property
     def all_tasks(self) -> tuple[str, ...]:
         return self.tasks + self.extra_tasks

@@ -12,6 +12,16 @@ import importlib.resources
 import json
 import re
 
+# The mark `ccq-eval view --out` looks for before it replaces a file: only a report it wrote is overwritten
+GENERATOR = '<meta name="generator" content="ccq-eval view">'
+TITLE = "<title>ccq-eval report</title>"  # reports written before the mark carry this title
+
+
+def is_report(head: str) -> bool:
+    """Whether the first bytes of a file (``head``, a few KB as text) are those of a report ccq-eval wrote."""
+    return head.lstrip().startswith("<!DOCTYPE html>") and (GENERATOR in head or TITLE in head)
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # inside a <script> block, "</script" or "<!--" in a string would end or alter it; U+2028/2029 broke older parsers
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -50,8 +60,9 @@ def page(data: dict, figures: list[dict]) -> str:
 <meta http-equiv="Content-Security-Policy" content="{content_security_policy(script)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+{GENERATOR}
 <link rel="icon" href="data:,">
-<title>ccq-eval report</title>
+{TITLE}
 <style>{asset("viewer.css")}</style>
 </head>
 <body>

@@ -55,6 +55,8 @@ def recall_state_figure(suite, store):
             _reported_panel(ax, reported.dropna(subset=["state_bytes", column]), column)
     axes[0][0].set_ylabel("retrieval accuracy (%, mean of tasks)")
     handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels())}
+    # the legend beside the panels takes the width of its longest entry (up to 0.1 in a character at size 8)
+    fig.set_figwidth(4.6 * len(panels) + max(1.9, 0.6 + 0.1 * max(map(len, handles), default=0)))
     fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=8, frameon=False,
                title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
     return fig

@@ -19,8 +19,8 @@ def cells(suite, frame: pd.DataFrame, field: str = "value") -> pd.DataFrame:
     for length in lengths:
         at = rows[rows.context_length == length]
         suffix = f" {format_length(length)}" if len(lengths) > 1 else ""
-        names = [suite.display[t] + suffix for t in suite.tasks]
-        table = at.assign(column=[suite.display[t] + suffix for t in at.task]).pivot(
+        names = [suite.display_name(t) + suffix for t in suite.tasks]
+        table = at.assign(column=[suite.display_name(t) + suffix for t in at.task]).pivot(
             index="label", columns="column", values=field).reindex(columns=names)
         # the mean of the 14 cells; missing while any task is missing
         table[f"Avg{suffix}"] = table[names].mean(axis=1, skipna=False) if field == "value" else float("nan")
@@ -32,7 +32,7 @@ def reported(suite) -> pd.DataFrame:
     """The reported rows, with the plain mean of the 14 cells beside the paper's own average."""
     ref = reference_rows("longbench")
     if not ref.empty:
-        ref.insert(14, "Avg", ref[[suite.display[t] for t in suite.tasks]].mean(axis=1))
+        ref.insert(14, "Avg", ref[[suite.display_name(t) for t in suite.tasks]].mean(axis=1))
     return ref
 
 

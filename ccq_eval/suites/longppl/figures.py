@@ -36,7 +36,7 @@ def curves_figure(suite, store):
             plot_series(ax, series, lines, plot_label(series.display))
         for length in sorted({trained[label] for label in lines if label in trained}):
             ax.axvline(length / 1024, color="grey", ls=":", lw=0.8)
-        ax.set_title(suite.display[task])
+        ax.set_title(suite.display_name(task))
         ax.set_xlabel("context length (K tokens)")
         ax.set_ylabel("perplexity (log scale)")
         if not sub.empty:

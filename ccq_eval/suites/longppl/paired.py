@@ -9,18 +9,21 @@ from ccq_eval.suites.base import format_length
 
 def paired_cells(suite, store) -> dict:
     """'PyDocs 1K ppl' -> PerplexityCell: every label's per-sequence NLL and token counts (the pairs table)."""
-    import json
+    import pandas as pd
 
     frame = latest_samples(store, "longppl", ("prompt_sha256", "fields"))
     if frame.empty:
         return {}
-    fields = frame.fields.map(json.loads)
-    frame["nll"], frame["tokens"] = fields.map(lambda f: f["nll_sum"]), fields.map(lambda f: f["tokens"])
-    frame["column"] = [f"{suite.display.get(t, t)} {format_length(L)} ppl" for t, L in zip(frame.task, frame.context_length)]
+    frame["nll"] = pd.to_numeric(frame.fields.map(lambda f: f.get("nll_sum")), errors="coerce")
+    frame["tokens"] = pd.to_numeric(frame.fields.map(lambda f: f.get("tokens")), errors="coerce")
+    frame = frame[frame.nll.notna() & frame.tokens.notna()]  # samples without them (lm-eval's logs) pair nothing
+    if frame.empty:
+        return {}
+    frame["column"] = [f"{suite.display_name(t)} {format_length(L)} ppl" for t, L in zip(frame.task, frame.context_length)]
     cells = {}
     for column, cell in frame.groupby("column", sort=False):
         nll, tokens = (cell.pivot_table(index="prompt_sha256", columns="label", values=f, aggfunc="first")
                        for f in ("nll", "tokens"))
         cells[column] = PerplexityCell(nll, tokens, task=cell.task.iloc[0], length=int(cell.context_length.iloc[0]))
-    order = {c: (suite.all_tasks.index(t), L) for c, t, L in zip(frame.column, frame.task, frame.context_length)}
+    order = {c: (suite.task_order(t), L) for c, t, L in zip(frame.column, frame.task, frame.context_length)}
     return {column: cells[column] for column in sorted(cells, key=order.get)}  # the perplexity table's order

@@ -36,8 +36,8 @@ def cells(suite, frame: pd.DataFrame, metric: str = "perplexity") -> pd.DataFram
             picks = {round(i * (len(lengths) - 1) / (MAX_LENGTH_COLUMNS - 1)) for i in range(MAX_LENGTH_COLUMNS)}
             lengths = [lengths[i] for i in sorted(picks)]
         columns += [(task, L) for L in lengths]
-    rows["column"] = [f"{suite.display[t]} {format_length(L)}" for t, L in zip(rows.task, rows.context_length)]
-    names = [f"{suite.display[t]} {format_length(L)}" for t, L in columns]
+    rows["column"] = [f"{suite.display_name(t)} {format_length(L)}" for t, L in zip(rows.task, rows.context_length)]
+    names = [f"{suite.display_name(t)} {format_length(L)}" for t, L in columns]
     return rows.pivot(index="label", columns="column", values="value").reindex(columns=names)
 
 

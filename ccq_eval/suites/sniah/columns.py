@@ -14,4 +14,4 @@ def haystack_of(settings: str) -> str | None:
 
 def column_name(suite, task: str, haystack, length: int) -> str:
     """S-NIAH-2/3 columns carry their haystack's name: numbers on another haystack are not the paper's."""
-    return f"{suite.display[task]}{f' ({haystack})' if isinstance(haystack, str) else ''} {format_length(length)}"
+    return f"{suite.display_name(task)}{f' ({haystack})' if isinstance(haystack, str) else ''} {format_length(length)}"

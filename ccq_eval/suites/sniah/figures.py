@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -17,9 +16,9 @@ from ccq_eval.suites.base import format_length
 def depth_frame(store) -> pd.DataFrame:
     """Per-sample scores with needle depth, for the latest complete unit of each (label, task, length)."""
     frame = latest_samples(store, "sniah", ("score", "fields"))
-    if not frame.empty:
-        fields = frame.fields.map(json.loads)  # where the needle was (samples stored before depth_used: as drawn)
-        frame["depth"] = fields.map(lambda f: f.get("depth_used", f["depth"]))
+    if not frame.empty:  # where the needle was (samples stored before depth_used: as drawn; lm-eval's: not recorded)
+        frame["depth"] = pd.to_numeric(frame.fields.map(lambda f: f.get("depth_used", f.get("depth"))), errors="coerce")
+        frame = frame[frame.depth.notna() & frame.score.notna()]
     return frame
 
 
@@ -49,6 +48,8 @@ def depth_figure(suite, store):
     present = set(zip(frame.task, frame.label))
     panels = [(task, series) for task in tasks for series in series_of(frame.label.unique())
               if any((task, label) in present for label in series.labels)]  # no empty panels
+    if not panels:  # samples only of tasks this version does not show
+        return None
     rows, columns = panel_grid(len(panels))
     width = min(PANEL_INCHES[0], 1.2 + 0.45 * len(lengths))
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 0.9, PANEL_INCHES[1] * rows),
@@ -62,7 +63,7 @@ def depth_figure(suite, store):
         image = ax.imshow(grid.values, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto", origin="upper")
         ax.set_xticks(range(len(lengths)), [format_length(L) for L in lengths], fontsize=7)
         ax.set_yticks(range(10), [f"{10 * b}%" for b in range(10)] if index % columns == 0 else [], fontsize=7)
-        ax.set_title(f"{plot_label(series.display)} · {suite.display[task]}", fontsize=8,
+        ax.set_title(f"{plot_label(series.display)} · {suite.display_name(task)}", fontsize=8,
                      color=series.colour if series.role in (BACKBONE, TRAINED_CCQ) else "black")
         if index % columns == 0:
             ax.set_ylabel("needle depth", fontsize=8)

@@ -14,7 +14,7 @@ def paired_cells(suite, store) -> dict:
         return {}
     haystacks = frame.settings.map(haystack_of)
     frame["column"] = [column_name(suite, t, h, L) + " acc" for t, h, L in zip(frame.task, haystacks, frame.context_length)]
-    frame["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)  # the accuracy table's order
+    frame["order"] = [(suite.task_order(t), h if isinstance(h, str) else "", L)  # the accuracy table's order
                       for t, h, L in zip(frame.task, haystacks, frame.context_length)]
     cells = {column: ScoreCell(cell.pivot_table(index="prompt_sha256", columns="label", values="score", aggfunc="first"),
                                task=cell.task.iloc[0], length=int(cell.context_length.iloc[0]))

@@ -24,10 +24,10 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
         return (pd.DataFrame(),) * 3
     rows["haystack"] = rows.settings.map(haystack_of)
     rows["column"] = [column_name(suite, t, h, L) for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
-    rows["order"] = [(suite.tasks.index(t), h if isinstance(h, str) else "", L)
+    rows["order"] = [(suite.task_order(t), h if isinstance(h, str) else "", L)
                      for t, h, L in zip(rows.task, rows.haystack, rows.context_length)]
     columns = [c for _, c in sorted(set(zip(rows.order, rows.column)))]
-    intervals = ([wilson_interval(v / 100 * n, int(n)) for v, n in zip(rows.value, rows.n)]
+    intervals = ([wilson_interval(v / 100 * n, n) for v, n in zip(rows.value, rows.n)]
                  if metric == "score" and bounds else [(math.nan, math.nan)] * len(rows))
     rows["low"], rows["high"] = [b[0] for b in intervals], [b[1] for b in intervals]
 
