@@ -171,7 +171,7 @@ def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys):
              (["--store", str(newer)], "newer"),
              (["--store", str(tmp_path / "missing.db")], "no such file"),
              (["--store", str(good), "--out", str(tmp_path)], "is a folder"),
-             (["--store", str(good), "--out", str(tmp_path / "file" / "r.html")], "is a file, not a folder"),
+             (["--store", str(good), "--out", str(tmp_path / "file" / "r.html")], "is a file, so nothing can be written"),
              (["--store", str(good), "--labels", "gla,nope"], "'nope': not in")]
     for args, said in cases:
         code, _, err = _view(capsys, *args, *([] if "--out" in args else ["--out", str(tmp_path / "out.html")]))
