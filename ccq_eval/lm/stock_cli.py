@@ -16,7 +16,7 @@ import re
 import sys
 
 from ccq_eval.errors import BadInput
-from ccq_eval.task_plugins import TASKS_DIR, include_path
+from ccq_eval.task_plugins import include_path
 
 
 def register_families() -> None:
@@ -70,37 +70,29 @@ def _args(text: str | None) -> dict:
     return simple_parse_args_string(text)
 
 
-def plugin_needs(tasks: str, metadata: dict) -> dict[str, int]:
-    """task -> the tokens its longest length takes (prompt + generation, or the scored tokens) for the task plugins
-    named in --tasks; lm-eval's own tasks are not here (the model refuses to cut them at run time)."""
-    from ccq_eval.suites import SUITES
-    from ccq_eval.suites.plugin_args import lengths
-
-    needs = {}
-    for task in (t.strip() for t in tasks.split(",")):
-        suite = next((s for s in SUITES.values() if task in s.all_tasks and (TASKS_DIR / s.name).is_dir()), None)
-        if suite is not None:
-            needs[task] = max(lengths(suite.name, metadata.get("max_seq_lengths")))
-    return needs
+def no_needs(tasks: str, metadata: dict) -> dict[str, int]:
+    return {}
 
 
-def with_context_budget(argv: list[str]) -> list[str]:
-    """The HF model as hf-no-truncation, and ``max_length`` in --model_args where the plugins' lengths need more
-    than the checkpoint's config gives; a ``max_length`` given too small for them is refused here."""
+def with_context_budget(argv: list[str], needs=no_needs) -> list[str]:
+    """The HF model as hf-no-truncation, and ``max_length`` in --model_args where the task plugins' lengths need more
+    than the checkpoint's config gives; a ``max_length`` given too small for them is refused here. ``needs(tasks,
+    metadata)``: task -> the tokens its longest length takes, for the plugins among --tasks (the caller knows them;
+    lm-eval's own tasks are not there: the model refuses to cut them at run time)."""
     from ccq_eval.lm.context import PromptWouldBeCut, explicit_budget, model_context
     from ccq_eval.lm.strict import HF_NAMES, MODEL_NAME
 
     model = _flag(argv, "--model")
-    if model is None or model[1] in HF_NAMES:
+    if (model is None and _flag(argv, "--config") is None) or (model is not None and model[1] in HF_NAMES):
         argv = _set_flag(argv, "--model", MODEL_NAME)
     tasks = _flag(argv, "--tasks")
     model_args_text = (_flag(argv, "--model_args") or (None, ""))[1]
     model_args = _args(model_args_text)
     metadata = {**model_args, **_args((_flag(argv, "--metadata") or (None, ""))[1])}
-    needs = plugin_needs(tasks[1], metadata) if tasks else {}
-    if not needs:
+    asked = needs(tasks[1], metadata) if tasks else {}
+    if not asked:
         return argv
-    task, need = max(needs.items(), key=lambda item: item[1])
+    task, need = max(asked.items(), key=lambda item: item[1])
     given = explicit_budget(metadata)
     if given is not None:
         if given.tokens < need:
@@ -131,24 +123,24 @@ def with_zoo_paths(argv: list[str]) -> list[str]:
     return out
 
 
-def lm_eval_argv(argv: list[str]) -> list[str]:
+def lm_eval_argv(argv: list[str], needs=no_needs) -> list[str]:
     """The arguments lm-eval's CLI gets: ours added where the user gave none."""
     argv = with_zoo_paths(list(argv))
     subcommands = ("run", "ls", "validate")
     runs = not argv or argv[0] not in subcommands[1:]
     if runs and not any(a == "--include_path" or a.startswith("--include_path=") for a in argv):
         argv += ["--include_path", include_path()]
-    return with_context_budget(argv) if runs else argv
+    return with_context_budget(argv, needs) if runs else argv
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], needs=no_needs) -> int:
     from lm_eval.__main__ import cli_evaluate
 
     from ccq_eval.lm.strict import PromptTooLong
 
     register_families()
     saved = sys.argv
-    sys.argv = ["lm-eval", *lm_eval_argv(argv)]
+    sys.argv = ["lm-eval", *lm_eval_argv(argv, needs)]
     try:
         cli_evaluate()
     except PromptTooLong as exc:  # the first (longest) prompt lm-eval would have cut: nothing was written

@@ -201,14 +201,14 @@ class Writes:
     @writes
     def delete_run(self, run_id: str) -> int:
         """Deletes a run with its units. A result it computed that other labels' units reuse stays with them: the
-        earliest of those becomes the computed one (it holds a copy of the metrics and samples), the others reuse it,
+        first of those written becomes the computed one (it holds a copy of the metrics and samples), the others reuse it,
         so no unit cites a deleted one."""
         with self.transaction():
             reused = [r[0] for r in self.db.execute(
                 "SELECT DISTINCT u.id FROM units u JOIN units r ON r.reused_from = u.id WHERE u.run_id = ?", (run_id,))]
             deleted = self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
             for unit_id in reused:
-                row = self.db.execute("SELECT id FROM units WHERE reused_from = ? ORDER BY finished, id LIMIT 1",
+                row = self.db.execute("SELECT id FROM units WHERE reused_from = ? ORDER BY rowid LIMIT 1",
                                       (unit_id,)).fetchone()
                 if row is None:
                     continue

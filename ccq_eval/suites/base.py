@@ -112,6 +112,21 @@ class Suite(ABC):
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
 
+    def plugin_lengths(self, max_seq_lengths) -> list[int]:
+        """The lengths a task plugin of this suite builds under stock lm-eval: its metadata's ``max_seq_lengths`` (a
+        list or one number), else the suite's defaults."""
+        if not max_seq_lengths:
+            return list(self.default_lengths)
+        given = max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths]
+        try:
+            wanted = [int(length) for length in given]
+        except (TypeError, ValueError):
+            wanted = []
+        if not wanted or min(wanted) <= 0:
+            raise SuiteError(f"max_seq_lengths {max_seq_lengths!r}: not a list of token counts; pass --metadata "
+                             "'{\"max_seq_lengths\": [4096, 8192]}'")
+        return wanted
+
     def display_name(self, task: str) -> str:
         """The paper's abbreviation; a task this version does not know (a newer ccq-eval's) shows as its own id."""
         return self.display.get(task, task)

@@ -61,16 +61,4 @@ def check_context(task: str, wanted: list[int], metadata: dict, tokenizer) -> No
 def lengths(suite: str, max_seq_lengths) -> list[int]:
     from ccq_eval.suites import get_suite
 
-    if not max_seq_lengths:
-        return list(get_suite(suite).default_lengths)
-    given = max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths]
-    try:
-        wanted = [int(length) for length in given]
-    except (TypeError, ValueError):
-        wanted = []
-    if not wanted or min(wanted) <= 0:
-        from ccq_eval.errors import BadInput
-
-        raise BadInput(f"max_seq_lengths {max_seq_lengths!r}: not a list of token counts; pass --metadata "
-                       "'{\"max_seq_lengths\": [4096, 8192]}'")
-    return wanted
+    return get_suite(suite).plugin_lengths(max_seq_lengths)

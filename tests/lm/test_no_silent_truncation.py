@@ -201,3 +201,28 @@ def test_a_model_whose_context_cannot_be_told_is_asked_for_a_max_length():
 
     with pytest.raises(PromptWouldBeCut, match="pass --model_args max_length=2048"):
         check_lengths_fit("sniah_1", {1024: 1024, 2048: 2048}, None)
+
+
+def test_the_stock_cli_arguments_get_the_strict_model_and_the_budget_only_where_needed(models):
+    from functools import partial
+
+    from ccq_eval.cli.lm_eval import plugin_needs
+    from ccq_eval.lm.stock_cli import with_context_budget as bare
+
+    with_context_budget = partial(bare, needs=plugin_needs)
+    short, long = (str(m) for m in models)
+    metadata = json.dumps({"max_seq_lengths": [LENGTH]})
+    argv = with_context_budget(["run", "--model_args", f"pretrained={short}", "--tasks", "sniah_1", "--metadata", metadata])
+    assert argv[argv.index("--model") + 1] == "hf-no-truncation"
+    assert argv[argv.index("--model_args") + 1] == f"pretrained={short},max_length={LENGTH}"
+    json_args = with_context_budget(["run", "--model=hf", "--model_args", json.dumps({"pretrained": short}),
+                                     "--tasks=sniah_1", "--metadata", metadata])
+    assert "--model=hf-no-truncation" in json_args
+    assert json.loads(json_args[json_args.index("--model_args") + 1]) == {"pretrained": short, "max_length": LENGTH}
+    roomy = with_context_budget(["run", "--model", "hf", "--model_args", f"pretrained={long}", "--tasks", "sniah_1",
+                                 "--metadata", metadata])
+    assert roomy[roomy.index("--model_args") + 1] == f"pretrained={long}"  # its config has room: left alone
+    vllm = with_context_budget(["run", "--model", "vllm", "--model_args", f"pretrained={short}", "--tasks", "piqa"])
+    assert vllm == ["run", "--model", "vllm", "--model_args", f"pretrained={short}", "--tasks", "piqa"]
+    configured = with_context_budget(["run", "--config", "c.yaml"])  # the model named in the config file stays
+    assert "--model" not in configured

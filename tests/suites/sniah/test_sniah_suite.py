@@ -267,7 +267,7 @@ def test_stock_lm_eval_builds_the_records_ccq_eval_builds(tokenizer_dir):
 
     manager = TaskManager(include_path=str(TASKS_DIR / "sniah"), include_defaults=False,
                           metadata={"tokenizer": str(tokenizer_dir), "max_seq_lengths": [1024], "num_samples": 3,
-                                    "seed": 5})
+                                    "seed": 5, "max_length": 1024})  # no checkpoint to read the context from
     for task in ("sniah_1", "sniah_3"):
         built = get_task_dict([task], manager)[task]
         from_lm_eval = [dict(r) for r in built.dataset["test"]]
