@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -101,6 +101,7 @@ class Results:
     data: dict
     run: dict  # the run record: label, model spec, weights identity, lm-eval's provenance
     max_length: int | None = None  # the context lm-eval gave the model, when the file records it
+    _logged: dict = field(default_factory=dict, repr=False)  # task -> its samples file, parsed once
 
     @property
     def label(self) -> str:
@@ -143,8 +144,13 @@ class Results:
 
     def sample_records(self, task: str, length: int | None = None) -> list[tuple[int, dict]]:
         """(line number, record) of the --log_samples file of ``task`` beside the results file (same date suffix);
-        with ``length``, those of documents of that length (their ``max_length``). A line that is not a JSON
-        object is a damaged file."""
+        with ``length``, those of documents of that length (their ``max_length``)."""
+        if task not in self._logged:
+            self._logged[task] = self._read_samples(task)
+        return [(n, r) for n, r in self._logged[task] if length is None or r.get("doc", {}).get("max_length") == length]
+
+    def _read_samples(self, task: str) -> list[tuple[int, dict]]:
+        """Every record of the task's samples file; a line that is not a JSON object is a damaged file."""
         found = self.path.parent / f"samples_{task}_{self.path.stem.removeprefix('results_')}.jsonl"
         if not found.is_file():
             return []
@@ -158,8 +164,7 @@ class Results:
                 raise LmEvalResultsError(f"{found}: line {number} is not JSON; the samples file is damaged") from None
             if not isinstance(record, dict) or not isinstance(record.get("doc", {}), dict):
                 raise LmEvalResultsError(f"{found}: line {number} is not a sample object; the samples file is damaged")
-            if length is None or record.get("doc", {}).get("max_length") == length:
-                records.append((number, record))
+            records.append((number, record))
         return records
 
     def samples(self, task: str, primary: str, length: int | None = None) -> list[dict]:

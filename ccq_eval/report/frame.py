@@ -3,6 +3,8 @@ other runs), the latest one counts; failed units never reach a table (they show 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -56,8 +58,6 @@ def latest_samples(store: Store, suite: str, columns: tuple[str, ...]) -> pd.Dat
 
 def sample_fields(text) -> dict:
     """A sample's per-suite fields (JSON text in the store) as a dict: empty where they are not a JSON object."""
-    import json
-
     try:
         fields = json.loads(text) if isinstance(text, str) else text
     except ValueError:

@@ -39,18 +39,14 @@ class Connection:
             self._check_file(Path(self.path))
         target = self.path if uri else (f"file:{self.path}?mode=ro" if readonly else self.path)
         try:
-            self._open(target, uri or readonly)
-        except sqlite3.OperationalError as exc:
-            if not (readonly and not uri and self._closed_cleanly()):
-                raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
-                                 "another --store") from exc
-            # a store in a folder this user cannot write: SQLite's WAL mode wants to create its shared-memory file
-            # there even to read. Closed cleanly (no write-ahead log beside it), the file alone is the whole store.
             try:
+                self._open(target, uri or readonly)
+            except sqlite3.OperationalError:
+                if not (readonly and not uri and self._closed_cleanly()):
+                    raise
+                # a store in a folder this user cannot write: SQLite's WAL mode wants to create its shared-memory file
+                # there even to read. Closed cleanly (no write-ahead log beside it), the file alone is the whole store.
                 self._open(Path(self.path).resolve().as_uri() + "?mode=ro&immutable=1", True)
-            except sqlite3.DatabaseError as again:
-                raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({again}); move it aside or "
-                                 "pass another --store") from again
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
                              "another --store") from exc
