@@ -11,11 +11,11 @@ install: $(STAMP)
 # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build; this one is the CPU wheel.
 # Then everything at the exact versions of constraints.txt (pyproject.toml holds only ranges).
 $(STAMP): pyproject.toml constraints.txt Makefile
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
-	touch $(STAMP)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q torch==2.13.0
+	@$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
 
 # Rewrite the lock from what .venv holds (after changing a range in pyproject.toml and installing)
 lock: $(STAMP)

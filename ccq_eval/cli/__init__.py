@@ -19,7 +19,6 @@ from ccq_eval.text import visible
 # in the order --help lists them
 COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, view, data, ingest, export, env, zoo, lm_eval,
                                                include_path)}
-SUBCOMMANDS = tuple(COMMANDS)
 
 DESCRIPTION = """run suites into a results store, render its tables and figures, move results in and out
 

@@ -1,6 +1,8 @@
-"""Models: the CCQ operator, the CCQ-GLA / CCQ-GDN families, the CPU backend, and loading.
+"""Models: the CCQ operator, the CCQ families (trained CCQ-GLA / CCQ-GDN; training-free CCQ on DeltaNet, RetNet
+and HGRN2), the CPU backend, and loading.
 
-Importing this package registers ``ccq_gla`` and ``ccq_gated_deltanet`` with transformers' Auto classes.
+Importing this package registers every CCQ family (registration.py: ``ccq_gla``, ``ccq_gated_deltanet``,
+``ccq_delta_net``, ``ccq_retnet``, ``ccq_hgrn2``) with transformers' Auto classes; the CLI never imports it.
 """
 
 from ccq_eval.models.ccq import CCQState, contract_query, contract_query_step, naive_contract_query

@@ -1,4 +1,4 @@
-"""What every figure shares: matplotlib without a display, one colour per label across figures,
+"""What every figure shares: matplotlib without a display, labels matplotlib shows verbatim,
 the training length a model's config records, and writing PNG + PDF."""
 
 from __future__ import annotations
@@ -32,16 +32,6 @@ def plot_label(label: str) -> str:
         text = text[: PLOT_LABEL_CHARS - 16] + "…" + text[-15:]
     text = text.replace("$", r"\$")
     return "\u200b" + text if text.startswith("_") else text
-
-
-def label_colours(store: Store) -> dict[str, tuple]:
-    """One colour per label, fixed across every figure drawn from this store (sorted label order)."""
-    import matplotlib
-
-    labels = store.labels()
-    tab20 = matplotlib.colormaps["tab20"].colors
-    palette = tab20[0::2] + tab20[1::2] + matplotlib.colormaps["Dark2"].colors  # 10 strong, then their light shades
-    return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
 def training_lengths(store: Store) -> dict[str, int]:
