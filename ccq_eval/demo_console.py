@@ -110,9 +110,10 @@ def pair_lines(store, length: int) -> list[str]:
 
     from ccq_eval.report.paired_tests import p_text
     from ccq_eval.suites.base import format_length
-    from ccq_eval.report.pairs import paired_cells, paired_results, seed_groups
+    from ccq_eval.report.catalogue.pairs import paired_cells, paired_results, seed_groups
+    from ccq_eval.report.results import Results
 
-    results = paired_results(paired_cells(store))
+    results = paired_results(paired_cells(Results(store)))
     if not results:
         return []
     columns = ((f"S1 {format_length(length)} acc", "S-NIAH-1", 1), (f"Essays (held out) {format_length(length)} ppl", "ppl", 2))

@@ -9,6 +9,8 @@ import uuid
 from lm_eval.api.model import LM
 from lm_eval.api.registry import MODEL_REGISTRY, register_model
 
+from ccq_eval.suites.driver import Driver
+
 NEEDLE = re.compile(r"One of the special magic (?:numbers|uuids) for (.+?) is: (\S+)\.")
 QUESTION = re.compile(r"The special magic \w+ for (.+?) mentioned in the provided text (?:is|are)$")
 
@@ -96,35 +98,22 @@ def scripted_suite(name: str, tasks: tuple, lengths: tuple):
     from ccq_eval.suites.base import Suite
 
     class ScriptedSuite(Suite):
-        def driver(self, plan):
-            return ScriptedDriver(plan)
+        def driver(self, inputs):
+            return ScriptedDriver(inputs)
 
     return ScriptedSuite(name=name, tasks=tasks, default_lengths=lengths, default_samples=1)
 
 
-class ScriptedDriver:
+class ScriptedDriver(Driver):
+    """Only what differs from the defaults: the unit's settings and its one number."""
+
     values: dict = {}
 
-    def __init__(self, plan):
-        self.plan = plan
-
-    def check_inputs(self):
-        pass
-
-    def max_length(self):
-        return max(self.plan.lengths)
-
-    def check_with_tokenizer(self):
-        pass
-
-    def unit_settings(self, task, length):
+    def unit_settings(self, task, length, model):
         return {"max_length": length}, {"scripted": task}
 
-    def run_units(self, units):
-        from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
+    def evaluate(self, unit, model):
+        from ccq_eval.suites.outcomes import Metric, UnitOutcome
 
-        def outcome(unit):
-            value = self.values.get(unit.context_length, float(unit.context_length))
-            return UnitOutcome("complete", metrics=[Metric("score", value, stderr=0.5, is_primary=True)])
-
-        return evaluate_each(units, outcome)
+        value = self.values.get(unit.context_length, float(unit.context_length))
+        return UnitOutcome("complete", metrics=[Metric("score", value, stderr=0.5, is_primary=True)])

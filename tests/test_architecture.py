@@ -74,14 +74,58 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def modules_below_the_suites(graph) -> set[str]:
+    """Every module a suite imports, directly or through others, outside suites/ itself."""
+    suites = {m for m in graph if m.startswith("ccq_eval.suites")}
+    below, todo = set(), [m for s in suites for m in graph[s] if m not in suites]
+    while todo:
+        module = todo.pop()
+        if module not in below:
+            below.add(module)
+            todo += [m for m in graph[module] if m not in suites]
+    return below
+
+
+def arrows_back_up(graph) -> dict[str, set[str]]:
+    """module below the suites -> the suites' modules it imports: an arrow that runs back up."""
+    below = modules_below_the_suites(graph)
+    return {m: up for m in below if (up := {t for t in graph[m] if t.startswith("ccq_eval.suites")})}
+
+
+def test_no_module_the_suites_import_imports_a_suite():
+    """report/ is a kit below the suites (Table, formats, the results snapshot, the label conventions) and a
+    catalogue above them (report/catalogue/, report/view/): no arrow runs back up."""
+    graph = import_graph()
+    below = modules_below_the_suites(graph)
+    assert {"ccq_eval.report.table", "ccq_eval.report.entries", "ccq_eval.report.labels", "ccq_eval.lm.harness"} <= below
+    assert not below & {m for m in graph if m.startswith(("ccq_eval.report.catalogue", "ccq_eval.report.view"))}
+    assert arrows_back_up(graph) == {}
+
+
+def test_the_layering_check_finds_an_arrow_back_up():
+    graph = {"ccq_eval.suites.a": {"ccq_eval.report.kit"}, "ccq_eval.report.kit": {"ccq_eval.report.deeper"},
+             "ccq_eval.report.deeper": {"ccq_eval.suites.b"}, "ccq_eval.suites.b": set()}
+    assert arrows_back_up(graph) == {"ccq_eval.report.deeper": {"ccq_eval.suites.b"}}
+
+
+def test_each_rule_of_the_read_model_is_written_once():
+    """The latest unit of a cell, the latest run of a label and the backbone pairing: one place each."""
+    texts = {str(p.relative_to(REPO)): p.read_text() for p in PACKAGE.rglob("*.py")}
+    rules = {r"\(u\.finished or \"\"\, u\.id\)|sort_values\(\[\"finished\", \"unit_id\"\]\)\.groupby": "ccq_eval/report/results.py",
+             r"latest run of a label wins": "ccq_eval/report/results.py",
+             r"TRAINED_PREFIX\):\]": "ccq_eval/report/labels.py"}
+    for pattern, home in rules.items():
+        assert [path for path, text in texts.items() if re.search(pattern, text)] == [home], pattern
+
+
 def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
     graph = import_graph()
-    users = ["ccq_eval.run.runner", "ccq_eval.report.registry", "ccq_eval.interchange.lm_eval_results",
+    users = ["ccq_eval.run.runner", "ccq_eval.report.catalogue", "ccq_eval.interchange.lm_eval_results",
              *(m for m in graph if m.startswith("ccq_eval.cli"))]
     assert len(users) > 10  # every command module
     for user in users:
         reached = {m for m in graph[user] if m.startswith("ccq_eval.suites.")}
-        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes"}
+        allowed = {"ccq_eval.suites.base", "ccq_eval.suites.outcomes", "ccq_eval.suites.driver"}
         assert reached <= allowed, (user, reached - allowed)  # flags, data fetch, tables: all through the registry
 
 
@@ -130,14 +174,14 @@ def test_a_new_suites_own_error_is_one_line_and_exit_2(monkeypatch, capsys, tmp_
         pass
 
     class Failing:
-        def __init__(self, plan):
+        def __init__(self, inputs):
             pass
 
         def check_inputs(self):
             raise BrandNewSuiteError("--data-dir: the frobnicator data is missing; run `make frob`")
 
     monkeypatch.setitem(SUITES, "sniah", SniahSuite(**{**SUITES["sniah"].__dict__}))
-    monkeypatch.setattr(SniahSuite, "driver", lambda self, plan: Failing(plan))
+    monkeypatch.setattr(SniahSuite, "driver", lambda self, inputs: Failing(inputs))
     store = tmp_path / "s.db"
     assert main(["--model", "zoo:gla-tiny", "--suite", "sniah", "--store", str(store)]) == 2
     err = capsys.readouterr().err.strip()

@@ -25,58 +25,46 @@ from ccq_eval.suites.base import Suite, SuiteOption
 
 
 class ToySuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.toy.driver import ToyDriver
 
-        return ToyDriver(plan)
+        return ToyDriver(inputs)
 
 
 SUITE = ToySuite(name="toy", tasks=("toy_a", "toy_b"), default_lengths=(32, 64), default_samples=1,
                  display={"toy_a": "A", "toy_b": "B"},
                  options=(SuiteOption("toy-scale", "multiplies the score", kind=float, default=1.0),),
-                 table_builders={"toy-nll": "toy_table"}, figure_drawers={"toy-curve": "toy_figure"},
                  length_means="the text's first L tokens")
 '''
 
 TOY_DRIVER = '''import torch
 
-from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
+from ccq_eval.suites.driver import Driver
+from ccq_eval.suites.outcomes import Metric, UnitOutcome
 
 TEXT = "the quick brown fox jumps over the lazy dog " * 8
 
 
-class ToyDriver:
-    def __init__(self, plan):
-        self.plan = plan
+class ToyDriver(Driver):
+    def unit_settings(self, task, length, model):
+        return {"scale": self.inputs.options["toy-scale"]}, {"text": TEXT, "task": task}
 
-    def check_inputs(self):
-        pass
-
-    def max_length(self):
-        return max(self.plan.lengths)
-
-    def check_with_tokenizer(self):
-        pass
-
-    def unit_settings(self, task, length):
-        return {"scale": self.plan.options["toy-scale"]}, {"text": TEXT, "task": task}
-
-    def run_units(self, units):
-        def outcome(unit):
-            model, tokenizer = self.plan.evaluand.lm.model, self.plan.evaluand.tokenizer
-            ids = torch.tensor([tokenizer(TEXT)["input_ids"][: unit.context_length]])
-            with torch.no_grad():
-                nll = float(torch.nn.functional.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:]))
-            scale = self.plan.options["toy-scale"] * (2 if unit.task == "toy_b" else 1)
-            return UnitOutcome("complete", metrics=[Metric("score", nll * scale, is_primary=True)])
-
-        return evaluate_each(units, outcome)
+    def evaluate(self, unit, model):
+        ids = torch.tensor([model.tokenizer(TEXT)["input_ids"][: unit.context_length]])
+        with torch.no_grad():
+            nll = float(torch.nn.functional.cross_entropy(model.lm.model(ids).logits[0, :-1], ids[0, 1:]))
+        scale = self.inputs.options["toy-scale"] * (2 if unit.task == "toy_b" else 1)
+        return UnitOutcome("complete", metrics=[Metric("score", nll * scale, is_primary=True)])
 '''
 
-TOY_TABLES = '''from ccq_eval.report.table import Table
+TOY_TABLES = '''from ccq_eval.report.entries import table
+from ccq_eval.report.table import Table
+from ccq_eval.suites.toy import SUITE as suite
 
 
-def toy_table(suite, frame, store, options):
+@table("toy-nll")
+def toy_table(results, options):
+    frame = results.metrics
     rows = frame[frame.suite == "toy"] if not frame.empty else frame
     if rows.empty:
         return Table(values=rows, caption="toy")
@@ -86,12 +74,13 @@ def toy_table(suite, frame, store, options):
 '''
 
 
-TOY_FIGURES = '''from ccq_eval.report.figures import pyplot
-from ccq_eval.report.frame import metrics_frame
+TOY_FIGURES = '''from ccq_eval.report.entries import figure
+from ccq_eval.report.figures import pyplot
 
 
-def toy_figure(suite, store):
-    rows = metrics_frame(store)
+@figure("toy-curve")
+def toy_figure(results):
+    rows = results.metrics
     rows = rows[rows.suite == "toy"] if not rows.empty else rows
     if rows.empty:
         return None

@@ -1,37 +1,42 @@
-"""`ccq-eval curves`: every figure the registry names that the store has data for, as PNG and PDF."""
+"""`ccq-eval curves`: every figure the catalogue names that the store has data for, as PNG and PDF."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_FIGURES, add_store, open_for_reading
+from ccq_eval.cli.common import DEFAULT_FIGURES, LaterHelp, add_store, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
 NAME = "curves"
 
 
-def add(subparsers) -> None:
-    from ccq_eval.report.registry import figure_names
+def figure_help() -> str:
+    from ccq_eval.report.catalogue import figure_names
 
+    return f"which figure: {', '.join(figure_names())} (default: every figure with data)".replace("%", "%%")
+
+
+def add(subparsers) -> None:
     curves = subparsers.add_parser(NAME, help="draw figures from the store")
     add_store(curves)
-    curves.add_argument("--figure", help=f"which figure: {', '.join(figure_names())} (default: every figure with data)")
+    curves.add_argument("--figure", help=LaterHelp(figure_help))
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
 
 
 def handle(args) -> int:
+    from ccq_eval.report.catalogue import draw_figure, figure_names
     from ccq_eval.report.figures import write_figure
-    from ccq_eval.report.registry import draw_figure, figure_names
+    from ccq_eval.report.results import Results
 
     if args.figure is not None and args.figure not in figure_names():
         raise BadInput(f"--figure {args.figure!r}: unknown; available: {', '.join(figure_names())}")
     names = [args.figure] if args.figure else list(figure_names())
     out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in ("png", "pdf")])
-    store = open_for_reading(args.store)
+    results = Results(open_for_reading(args.store))  # read once for every figure
     drawn = 0
     for name in names:
-        fig = draw_figure(store, name)
+        fig = draw_figure(results, name)
         if fig is None:
             if args.figure:
                 print(f"figure {name}: nothing in {args.store} to draw yet (skipped)")

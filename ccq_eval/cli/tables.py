@@ -1,23 +1,26 @@
-"""`ccq-eval tables`: every table the registry names, written as CSV, LaTeX and Markdown, one printed."""
+"""`ccq-eval tables`: every table the catalogue names, written as CSV, LaTeX and Markdown, one printed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_TABLES, add_store, open_for_reading
+from ccq_eval.cli.common import DEFAULT_TABLES, LaterHelp, add_store, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
 NAME = "tables"
 
 
-def add(subparsers) -> None:
-    from ccq_eval.report.registry import CROSS_SUITE, table_names
+def table_help() -> str:
+    from ccq_eval.report.catalogue import table_help
 
+    return f"which table: {table_help()}, all (default)".replace("%", "%%")
+
+
+def add(subparsers) -> None:
     tables = subparsers.add_parser(NAME, help="render the paper's tables from the store")
     add_store(tables)
-    named = [f"{n} ({CROSS_SUITE[n]})" if n in CROSS_SUITE else n for n in table_names()]
-    tables.add_argument("--table", default="all", help=f"which table: {', '.join(named)}, all (default)")
+    tables.add_argument("--table", default="all", help=LaterHelp(table_help))
     tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
@@ -31,17 +34,18 @@ def add(subparsers) -> None:
 
 
 def handle(args) -> int:
+    from ccq_eval.report.catalogue import render_table, table_names
     from ccq_eval.report.formats import EXTENSIONS
-    from ccq_eval.report.registry import render_table, table_names
+    from ccq_eval.report.results import Results
 
     names = table_names() if args.table == "all" else (args.table,)
     if any(name not in table_names() for name in names):
         raise BadInput(f"--table {args.table!r}: unknown; available: {', '.join(table_names())}, all")
     out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in EXTENSIONS.values()])
-    store = open_for_reading(args.store)
+    results = Results(open_for_reading(args.store))  # read once for every table
     for name in names:
         try:
-            rendered = render_table(store, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
+            rendered = render_table(results, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
                                     strict=args.table != "all",
                                     average=args.average.split(",") if args.average else None)
         except ValueError as exc:

@@ -1,13 +1,10 @@
-"""What every figure shares: matplotlib without a display, labels matplotlib shows verbatim,
-the training length a model's config records, and writing PNG + PDF."""
+"""What every figure shares: matplotlib without a display, labels matplotlib shows verbatim, and writing PNG +
+PDF."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.store import Store
-
-TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
 
 
 def pyplot():
@@ -32,17 +29,6 @@ def plot_label(label: str) -> str:
         text = text[: PLOT_LABEL_CHARS - 16] + "…" + text[-15:]
     text = text.replace("$", r"\$")
     return "\u200b" + text if text.startswith("_") else text
-
-
-def training_lengths(store: Store) -> dict[str, int]:
-    """label -> training context length, when the model's config records one."""
-    found = {}
-    for run in store.runs():
-        config = run.model_config if isinstance(run.model_config, dict) else {}
-        for key in TRAINING_LENGTH_KEYS:
-            if isinstance(config.get(key), int):
-                found[run.label] = config[key]
-    return found
 
 
 def write_figure(fig, out_dir: Path, name: str) -> list[Path]:

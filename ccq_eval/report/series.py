@@ -2,17 +2,15 @@
 beside its backbone. One colour per backbone; the backbone dashed, its trained CCQ version (``ccq-NAME``)
 solid, its training-free CCQ versions (``NAME+ccq<lambda>``) dash-dotted in lighter shades of that colour.
 Labels NAME, NAME-s1, ... are one series (a mean line and a band over the seeds), not one line each.
-The pairing follows the pairs table's conventions (report/pairs.py)."""
+The pairing is the labels' convention (report/labels.py)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ccq_eval.report.pairs import TRAINED_PREFIX, TRAINING_FREE
-from ccq_eval.report.seeds import SEED_SUFFIX
+from ccq_eval.report.labels import ALONE, TRAINED_CCQ, TRAINING_FREE_CCQ, backbone_and_role, model_name
 
-BACKBONE, TRAINED_CCQ, TRAINING_FREE_CCQ, ALONE = "backbone", "ccq", "training-free ccq", "alone"
+BACKBONE = "backbone"
 LINESTYLES = {BACKBONE: "--", TRAINED_CCQ: "-", TRAINING_FREE_CCQ: "-.", ALONE: "-"}
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
@@ -32,21 +30,6 @@ class Series:
         return self.name if len(self.labels) == 1 else f"{self.name} ({len(self.labels)} seeds)"
 
 
-def model_name(label: str) -> str:
-    """A label without its seed suffix."""
-    return re.sub(SEED_SUFFIX, "", label)
-
-
-def group_and_role(name: str, names: set[str]) -> tuple[str, str]:
-    """The backbone a model belongs with and its role there (``names``: every model of the store)."""
-    if name.startswith(TRAINED_PREFIX) and name[len(TRAINED_PREFIX):] in names:
-        return name[len(TRAINED_PREFIX):], TRAINED_CCQ
-    plain = TRAINING_FREE.sub("", name)
-    if plain != name and plain in names:
-        return plain, TRAINING_FREE_CCQ
-    return name, ALONE
-
-
 def _shade(colour: tuple, amount: float) -> tuple:
     """``colour`` mixed with white by ``amount`` (0: itself)."""
     return tuple(c + (1 - c) * amount for c in colour[:3])
@@ -60,7 +43,7 @@ def series_of(labels) -> list[Series]:
     for label in sorted(labels):
         by_model.setdefault(model_name(label), []).append(label)
     names = set(by_model)
-    placed = {name: group_and_role(name, names) for name in names}
+    placed = {name: backbone_and_role(name, names) for name in names}
     groups = sorted({group for group, _ in placed.values()})
     has_versions = {group for group, role in placed.values() if role != ALONE}
     palette = matplotlib.colormaps["tab10"].colors

@@ -27,6 +27,7 @@ from ccq_eval.run.units import metric_row, unit_key
 from ccq_eval.store import Store, StoreWriteError, now
 from ccq_eval.suites import ALL_ORDER, get_suite
 from ccq_eval.suites.base import Suite, SuiteError, parse_lengths, parse_tasks
+from ccq_eval.suites.driver import DriverInputs
 from ccq_eval.suites.outcomes import Unit, UnitOutcome
 
 
@@ -107,26 +108,27 @@ def batch_size_of(provenance: dict, request) -> int:
     return 1 if size == "auto" else size
 
 
+def driver_inputs(request: RunRequest, suite: Suite) -> DriverInputs:
+    """The suite's part of the request, parsed once: its tasks, lengths, samples and typed options."""
+    tasks = parse_tasks(suite, request.tasks)
+    if request.lengths is not None:
+        parsed = parse_lengths(request.lengths)  # checked even where the suite ignores it
+    lengths = suite.default_lengths if suite.fixed_lengths or request.lengths is None else parsed
+    samples = request.samples if request.samples is not None else suite.default_samples
+    if samples is not None and samples <= 0:
+        raise SuiteError(f"--samples {samples}: must be a positive count")
+    return DriverInputs(suite, tasks, lengths, samples, suite.parse_options(request.options), request.seed,
+                        request.data_dir)
+
+
 class SuitePlan:
-    """One suite of a run: its tasks, lengths, samples, typed options and driver. Drivers read these (and the
-    run's request and evaluand) from here."""
+    """One suite of a run: what its driver was given, and the driver."""
 
-    def __init__(self, runner: "Runner", suite: Suite):
-        r = runner.request
-        self.runner, self.suite, self.request = runner, suite, r
-        self.tasks = parse_tasks(suite, r.tasks)
-        if r.lengths is not None:
-            parsed = parse_lengths(r.lengths)  # checked even where the suite ignores it
-        self.lengths = suite.default_lengths if suite.fixed_lengths or r.lengths is None else parsed
-        self.samples = r.samples if r.samples is not None else suite.default_samples
-        if self.samples is not None and self.samples <= 0:
-            raise SuiteError(f"--samples {self.samples}: must be a positive count")
-        self.options = suite.parse_options(r.options)  # parsed once, typed, defaults filled
-        self.driver = suite.driver(self)
-
-    @property
-    def evaluand(self) -> Evaluand:
-        return self.runner.evaluand
+    def __init__(self, request: RunRequest, suite: Suite):
+        self.suite = suite
+        self.inputs = driver_inputs(request, suite)
+        self.tasks, self.lengths = self.inputs.tasks, self.inputs.lengths
+        self.driver = suite.driver(self.inputs)
 
 
 class Runner:
@@ -149,9 +151,9 @@ class Runner:
             if r.tasks or r.lengths:
                 raise SuiteError("--suite all runs every suite with its default tasks and lengths; "
                                  "drop --tasks / --lengths, or run one suite")
-            self.plans = [SuitePlan(self, get_suite(name)) for name in ALL_ORDER]
+            self.plans = [SuitePlan(r, get_suite(name)) for name in ALL_ORDER]
         else:
-            self.plans = [SuitePlan(self, get_suite(r.suite))]
+            self.plans = [SuitePlan(r, get_suite(r.suite))]
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
         threads, self.threads_chosen_by = machine.choose_threads(r.threads)
@@ -164,7 +166,7 @@ class Runner:
         self._check_positions()
         self.label = default_label(r)
         for plan in self.plans:
-            plan.driver.check_with_tokenizer()  # lengths the prompts or documents cannot fill
+            plan.driver.check_with_tokenizer(self.evaluand.tokenizer)  # lengths the prompts or documents cannot fill
         shard = parse_shard(r.shard)
         raw = Path(r.store).parent / "raw"
         if not r.store.startswith("file:") and raw.exists() and not raw.is_dir():
@@ -200,8 +202,8 @@ class Runner:
         units = []
         for task in plan.tasks:
             for length in plan.lengths:
-                settings, data_key = plan.driver.unit_settings(task, length)
-                settings = {"samples": plan.samples, "seed": self.request.seed, "dtype": prov["dtype"],
+                settings, data_key = plan.driver.unit_settings(task, length, self.evaluand)
+                settings = {"samples": plan.inputs.samples, "seed": self.request.seed, "dtype": prov["dtype"],
                             "batch_size": batch_size_of(prov, self.request), **settings}
                 key = unit_key(prov, plan.suite, task, length, settings, data_key)
                 units.append(Unit(plan.suite.name, task, length, settings, data_key, key))
@@ -232,7 +234,7 @@ class Runner:
         to_compute = [u for u in todo if u.unit_key not in computed]
         if self.rank != 0:  # data-parallel helper: evaluates its share of every unit rank 0 computes; rank 0 writes
             for plan, task_units in self._task_groups(to_compute):
-                for _ in plan.driver.run_units(task_units):
+                for _ in plan.driver.run_units(task_units, self.evaluand):
                     pass
             return 0
         if self.request.dry_run:
@@ -263,7 +265,7 @@ class Runner:
             if not task_units:
                 continue
             started = now()
-            for unit, outcome in plan.driver.run_units(task_units):
+            for unit, outcome in plan.driver.run_units(task_units, self.evaluand):
                 results.append((unit, self._write(run_id, unit, outcome, started)))
                 received.raise_if_received()  # an interrupt a library swallowed mid-unit
                 started = now()

@@ -1,41 +1,24 @@
 """The suite interface the runner knows, and the parsing of the flags every suite shares.
 
 A ``Suite`` is what only that suite knows, as data (task ids, default lengths and samples, display
-names, its own flags, the names of its tables and figures) and factories it imports lazily (its driver,
-its table builders and figure drawers), so that reading the registry costs nothing. A ``Driver`` evaluates the units the runner plans for it:
-
-    check_inputs()            data present and well-formed (before the model loads)
-    max_length()              the budget its LM wrapper needs
-    check_with_tokenizer()    what needs the model's tokenizer (lengths prompts cannot fill, ...)
-    unit_settings(task, L)    (settings, data key): every input of the unit's identity
-    run_units(units)          yields (unit, UnitOutcome) for one task's units
+names, its own flags) and factories it imports lazily (its driver), so that reading the registry costs nothing.
+Its tables and figures register themselves in its tables.py / figures.py (report/entries.py). Its driver
+(suites/driver.py) evaluates the units the runner plans for it, in three stages: data, generate, score.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from ccq_eval.errors import BadInput
+from ccq_eval.suites.driver import Driver, DriverInputs
 
 
 class SuiteError(BadInput):
     """A suite, task or flag value that does not exist; the message says what does."""
-
-
-class Driver(Protocol):
-    def check_inputs(self) -> None: ...
-
-    def max_length(self) -> int: ...
-
-    def check_with_tokenizer(self) -> None: ...
-
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]: ...
-
-    def run_units(self, units: list) -> Iterator[tuple[object, object]]: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +65,7 @@ class SampleView:
     graded: bool = True
     fields: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, Sample.fields keys: the first present is shown)
     depth: str | None = None  # the heading (of ``fields``) the needle-depth filter bins, in %
-    frozen: str | None = None  # the data cache folder of its frozen prompts (their context is shown, prompt_context)
+    context: bool = False  # each sample shows its prompt's context (Suite.prompt_context of the frozen record)
 
 
 @dataclass(frozen=True)
@@ -98,16 +81,17 @@ class Suite(ABC):
     seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
     fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)
     in_all: bool = True  # run by --suite all (cost is measured on its own, on a quiet machine)
-    # table name -> the builder(suite, frame, store, options) -> report.Table of that name in <suite>/tables.py
-    table_builders: dict[str, str] = field(default_factory=dict)
-    # figure name -> the draw(suite, store) -> matplotlib Figure | None of that name in <suite>/figures.py
-    figure_drawers: dict[str, str] = field(default_factory=dict)
     length_means: str = "L tokens"  # what a context length budgets, in --lengths' help
     samples_mean: str = "items"  # what --samples counts, in its help
     # older unit keys hashed the length a second time, as settings["max_length"]; such a suite keeps that
     # form so stores written then resume with nothing rerun
     length_in_key_settings: bool = False
     sample_view: SampleView | None = None  # None: the viewer lists its metrics only (no per-sample rows)
+    # the data cache folder where its driver's data stage freezes each unit's records (read back by content
+    # fingerprint: the viewer's needle context, `ccq-eval rescore`)
+    records_folder: str | None = None
+    # why `ccq-eval rescore` cannot re-score its units ("": it can, through its driver's score stage)
+    not_rescorable: str = ""
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
@@ -140,30 +124,20 @@ class Suite(ABC):
         return self.tasks + self.extra_tasks
 
     @abstractmethod
-    def driver(self, plan) -> Driver:
-        """The driver for one run of this suite (``plan``: tasks, lengths, samples, options, request, evaluand)."""
-
-    def _own(self, module: str, function: str) -> Callable:
-        """A function of one of this suite's own modules, imported when first asked for."""
-        return getattr(importlib.import_module(f"{type(self).__module__}.{module}"), function)
-
-    def table_builder(self, table: str) -> Callable:
-        return self._own("tables", self.table_builders[table])
-
-    def figure_drawer(self, figure: str) -> Callable:
-        return self._own("figures", self.figure_drawers[figure])
+    def driver(self, inputs: DriverInputs) -> Driver:
+        """The driver for one run of this suite (suites/driver.py)."""
 
     def parse_options(self, given: dict) -> dict:
         """Every option of this suite, typed: the given value parsed, else its default."""
         return {o.name: o.parse(given.get(o.name)) for o in self.options}
 
-    def paired_cells(self, store) -> dict:
-        """column -> report.paired_tests.ScoreCell / PerplexityCell: the per-sample numbers the pairs table
-        tests two labels on (none by default)."""
+    def paired_cells(self, results) -> dict:
+        """column -> report.paired_tests.ScoreCell / PerplexityCell: the per-sample numbers (of ``results``, the
+        report's snapshot) the pairs table tests two labels on (none by default)."""
         return {}
 
     def prompt_context(self, record: dict, width: int) -> dict | None:
-        """What the viewer shows of a frozen prompt record (``sample_view.frozen``): {"before", "needle", "after"}
+        """What the viewer shows of a frozen prompt record (``sample_view.context``): {"before", "needle", "after"}
         with ``width`` characters each side, or None."""
         return None
 

@@ -36,19 +36,21 @@ def test_every_command_is_one_module_with_its_parser_and_handler():
 
 
 def test_the_help_lists_come_from_the_registries(monkeypatch):
+    from ccq_eval.report import entries
     from ccq_eval.suites import SUITES
     from tests.oracle import scripted_suite
 
     plain = scripted_suite("toy", ("toy_a",), (8, 16))
-    toy = type(plain)(**{**plain.__dict__, "table_builders": {"toy-table": "t"}, "figure_drawers": {"toy-fig": "f"},
-                         "length_means": "toy tokens", "samples_mean": "toys"})
+    toy = type(plain)(**{**plain.__dict__, "length_means": "toy tokens", "samples_mean": "toys"})
     monkeypatch.setitem(SUITES, "toy", toy)
-    assert "toy-table," in help_of("tables") and "toy-fig (default" in help_of("curves")
+    monkeypatch.setitem(entries.TABLES, "toy-table", entries.Entry("toy-table", lambda results, options: None))
+    monkeypatch.setitem(entries.FIGURES, "toy-fig", entries.Entry("toy-fig", lambda results: None))
+    assert "toy-table, all (default)" in help_of("tables") and "toy-fig (default" in help_of("curves")
     run_help = help_of("run")
     assert "toy: toy tokens (default 8,16)" in run_help and "toy: toys (default 1)" in run_help
     assert "sniah: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)" in run_help
-    monkeypatch.delitem(SUITES, "toy")
-    assert "toy-table" not in help_of("tables") and "toy-fig" not in help_of("curves")
+    monkeypatch.undo()
+    assert "toy-table" not in help_of("tables") and "toy-fig" not in help_of("curves") and "toy" not in SUITES
 
 
 def test_runs_lists_each_run_with_its_unit_counts(tokenizer_dir, tmp_path, capsys):

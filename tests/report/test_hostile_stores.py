@@ -98,9 +98,8 @@ def test_a_very_long_label_keeps_the_recall_state_figure_readable(tmp_path):
     import warnings
 
     from ccq_eval.report.figures import PLOT_LABEL_CHARS, plot_label
+    from ccq_eval.report.catalogue import draw_figure
     from ccq_eval.store import Store
-    from ccq_eval.suites import SUITES
-    from ccq_eval.suites.efficiency.figures import recall_state_figure
 
     store = tmp_path / "long.db"
     shutil.copy(FIXTURE, store)
@@ -114,7 +113,7 @@ def test_a_very_long_label_keeps_the_recall_state_figure_readable(tmp_path):
     assert plot_label("a" * 50 + "one") != plot_label("a" * 50 + "two")  # the ends stay apart
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib's "axes sizes collapsed to zero" among them
-        figure = recall_state_figure(SUITES["efficiency"], Store(store, readonly=True))
+        figure = draw_figure(Store(store, readonly=True), "recall-state")
         figure.savefig(tmp_path / "recall.png")
     (axes, *_) = figure.axes
     assert axes.get_position().width * figure.get_figwidth() > 3  # inches of plot, not a sliver

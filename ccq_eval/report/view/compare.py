@@ -10,7 +10,8 @@ from itertools import combinations
 import numpy as np
 
 from ccq_eval.report.paired_tests import PerplexityCell, p_text
-from ccq_eval.report.pairs import paired_cells, pairs_of
+from ccq_eval.report.catalogue.pairs import paired_cells
+from ccq_eval.report.labels import pairs_of
 
 ALL_PAIRS_UP_TO = 16  # labels: every two of them get a compare page; past that the CCQ / backbone pairs and --compare
 
@@ -69,9 +70,9 @@ def _perplexity_entry(cell: PerplexityCell, a: str, b: str, index_a: dict, index
                      for i in order]}
 
 
-def compare_entries(store, units: list[dict], pairs: list[tuple[str, str]]) -> list[dict]:
+def compare_entries(results, units: list[dict], pairs: list[tuple[str, str]]) -> list[dict]:
     """One entry per pair with the cells both labels have: the paired result and what lies behind it."""
-    cells = paired_cells(store)
+    cells = paired_cells(results)
     index = _prompt_index(units)
     out = []
     for a, b in pairs:

@@ -1,4 +1,4 @@
-"""Everything the report shows, read from the store through its named reads and the report registry: runs
+"""Everything the report shows, from the results snapshot (report/results.py) and the catalogue: runs
 and their failed units, every table (the same grids `ccq-eval tables` renders), every figure (as SVG), the
 units with their samples, and the compare pairs. Plain data, ready to embed as JSON."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import re
 
-from ccq_eval.report.pairs import pairs_of
-from ccq_eval.report.registry import figure_names, table_grid, table_names
+from ccq_eval.report.catalogue import figure_names, table_grid, table_names
+from ccq_eval.report.labels import pairs_of
 from ccq_eval.report.view.compare import compare_entries, compared_pairs
 from ccq_eval.report.view.figures import figure_svg
 from ccq_eval.report.view.samples import FrozenPrompts, latest_units, suite_views, unit_entry
@@ -51,12 +51,12 @@ def caption_text(caption: str | None) -> str | None:
     return re.sub(r"\\([%&_#$])", r"\1", caption) if caption else caption
 
 
-def table_entries(store, baseline: str | None) -> list[dict]:
+def table_entries(results, baseline: str | None) -> list[dict]:
     """Every table of the registry that has a measured row, as `ccq-eval tables --ci --reference` renders it
     (and --baseline when given): the same grid, so every cell is the same text."""
     out = []
     for name in table_names():
-        rendered = table_grid(store, name, ci=True, reference=True, baseline=baseline, strict=False)
+        rendered = table_grid(results, name, ci=True, reference=True, baseline=baseline, strict=False)
         if rendered is None:
             continue
         grid = rendered.grid
@@ -70,26 +70,27 @@ def table_entries(store, baseline: str | None) -> list[dict]:
     return out
 
 
-def figure_entries(store) -> list[dict]:
+def figure_entries(results) -> list[dict]:
     """Every figure the registry draws from this store: {"name", "svg"} (the SVG checked for anything active)."""
     out = []
     for name in figure_names():
-        svg = figure_svg(store, name)
+        svg = figure_svg(results, name)
         if svg is not None:
             out.append({"name": name, "svg": svg})
     return out
 
 
-def report_content(store, baseline: str | None = None, compare: list[tuple[str, str]] = (),
+def report_content(results, baseline: str | None = None, compare: list[tuple[str, str]] = (),
                    whole_prompts: bool = False) -> dict:
     """The report's data (figures apart, which go into the page as markup of their own)."""
+    store = results.store
     runs = store.runs()
     labels = {run.id: run.label for run in runs}
     prompts = FrozenPrompts()
-    units = [unit_entry(latest, store, prompts, whole_prompts) for latest in latest_units(store)]
+    units = [unit_entry(latest, store, prompts, whole_prompts) for latest in latest_units(results)]
     names = sorted(set(labels.values()))
     pairs = compared_pairs(names, compare)
     return plain({"schema": store.version, "runs": [run_entry(r) for r in runs], "failed": failed_units(store, labels),
-                  "tables": table_entries(store, baseline), "units": units, "views": suite_views(),
-                  "compare": compare_entries(store, units, pairs),
+                  "tables": table_entries(results, baseline), "units": units, "views": suite_views(),
+                  "compare": compare_entries(results, units, pairs),
                   "pairs": [list(p) for p in pairs_of(names)]})

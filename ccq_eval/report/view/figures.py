@@ -1,4 +1,4 @@
-"""A registry figure as SVG markup for the page: drawn by the same code as `ccq-eval curves`, text kept as text
+"""A catalogue figure as SVG markup for the page: drawn by the same code as `ccq-eval curves`, text kept as text
 (``svg.fonttype: none``, escaped by matplotlib's writer), then parsed and refused if anything in it could act:
 a script, a foreign object, an event attribute or a link that leaves the file."""
 
@@ -8,7 +8,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 
-from ccq_eval.report.registry import draw_figure
+from ccq_eval.report.catalogue import draw_figure
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -50,6 +50,6 @@ def to_svg(fig, name: str) -> str:
     return text
 
 
-def figure_svg(store, name: str) -> str | None:
-    fig = draw_figure(store, name)
+def figure_svg(results, name: str) -> str | None:
+    fig = draw_figure(results, name)
     return None if fig is None else to_svg(fig, name)

@@ -17,21 +17,16 @@ class LatestUnit:
     label: str
 
 
-def latest_units(store) -> list[LatestUnit]:
-    """The unit each table cell reads: per (label, suite, task, length), the complete unit finished last (ties:
-    the larger id, as report/frame.py orders them), in the registry's suite order, then task and length."""
-    labels = {run.id: run.label for run in store.runs()}
-    latest: dict[tuple, object] = {}
-    for unit in sorted(store.units(status="complete"), key=lambda u: (u.finished or "", u.id)):
-        latest[(labels[unit.run_id], unit.suite, unit.task, unit.context_length)] = unit
+def latest_units(results) -> list[LatestUnit]:
+    """The unit each table cell reads (results.cells), in the registry's suite order, then task and length."""
     order = {name: i for i, name in enumerate(SUITES)}
 
-    def place(key):
-        label, suite, task, length = key
-        tasks = SUITES[suite].all_tasks if suite in SUITES else ()
-        return (order.get(suite, len(order)), tasks.index(task) if task in tasks else len(tasks), task, length, label)
+    def place(cell):
+        suite = SUITES.get(cell.suite)
+        return (order.get(cell.suite, len(order)), suite.task_order(cell.task) if suite else 0, cell.task,
+                cell.context_length, cell.label)
 
-    return [LatestUnit(latest[key], key[0]) for key in sorted(latest, key=place)]
+    return [LatestUnit(results.cells[cell], cell.label) for cell in sorted(results.cells, key=place)]
 
 
 def view_columns(view) -> list[str]:
@@ -96,8 +91,8 @@ def unit_entry(latest: LatestUnit, store, prompts: FrozenPrompts, whole_prompts:
     samples = store.samples(unit.id)
     entry["rows"] = sample_rows(view, samples)
     entry["prompts"] = [s.prompt_sha256 for s in samples]
-    if view.frozen:
-        records = prompts.records(view.frozen, unit.dataset_fingerprint)
+    if view.context and suite.records_folder:
+        records = prompts.records(suite.records_folder, unit.dataset_fingerprint)
         contexts = []
         for sample in samples:
             record = records.get(sample.idx)

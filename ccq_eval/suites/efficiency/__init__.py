@@ -11,10 +11,10 @@ from ccq_eval.suites.base import Suite
 
 
 class EfficiencySuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.efficiency.driver import EfficiencyDriver
 
-        return EfficiencyDriver(plan)
+        return EfficiencyDriver(inputs)
 
 
 
@@ -25,8 +25,7 @@ SUITE = EfficiencySuite(
     default_samples=3,  # timed repeats per length (after one warm-up); the median is stored
     display={"efficiency_cost": "cost"},
     in_all=False,
-    table_builders={"efficiency": "cost_table", "recall-state": "recall_state_table"},
-    figure_drawers={"efficiency": "cost_figure", "recall-state": "recall_state_figure"},
     length_means="prompt of L tokens, then decoding",
     samples_mean="timed repeats per length",  # timings beside other suites' work would measure the machine's load, not the model
+    not_rescorable="its numbers are timings and memory, measured, not scored",
 )

@@ -1,63 +1,46 @@
 """The efficiency suite's driver: per context length, a warm-up then ``--samples`` timed repeats of a prefill
-and N decoding steps on random token ids; the median of each measure is stored, every repeat in the settings."""
+and N decoding steps on random token ids; the median of each measure is stored, every repeat in the settings. A
+measurement: the driver overrides evaluate rather than the three stages."""
 
 from __future__ import annotations
 
 import statistics
-from functools import cached_property
-
 import torch
 
 from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
 from ccq_eval.suites.efficiency.measure import hardware, measure_once
-from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
+from ccq_eval.suites.driver import Driver
+from ccq_eval.suites.outcomes import Metric, UnitOutcome
 
 DECODE_STEPS = 32  # decoding throughput: tokens/s over this many steps after the prefill
 SEED = 0  # the random prompt's ids: what the tokens are does not change a forward's cost
 
 
-class EfficiencyDriver:
-    def __init__(self, plan):
-        self.plan = plan
-
-    def check_inputs(self) -> None:
-        pass
-
+class EfficiencyDriver(Driver):
     def max_length(self) -> int:
-        return max(self.plan.lengths) + DECODE_STEPS
+        return max(self.inputs.lengths) + DECODE_STEPS
 
-    def check_with_tokenizer(self) -> None:
-        pass
-
-    @property
-    def model(self):
-        return self.plan.evaluand.lm.model
-
-    @cached_property
-    def machine(self) -> dict:
-        """Where the numbers come from, read once per run: a number from another machine or thread count is
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        """The machine the numbers come from is part of the unit: a number from another machine or thread count is
         another unit."""
-        device = next(self.model.parameters()).device
-        return {"hardware": hardware(device), "threads": torch.get_num_threads() if device.type == "cpu" else None}
+        device = next(model.lm.model.parameters()).device
+        machine = {"hardware": hardware(device), "threads": torch.get_num_threads() if device.type == "cpu" else None}
+        return {"decode_steps": DECODE_STEPS, "warmup": 1, **machine}, {"prompt": "uniform random ids", "seed": SEED}
 
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        settings = {"decode_steps": DECODE_STEPS, "warmup": 1, **self.machine}
-        return settings, {"prompt": "uniform random ids", "seed": SEED}
-
-    def run_units(self, units):
-        return evaluate_each(units, self._evaluate)
-
-    def _prompt(self, length: int) -> torch.Tensor:
-        vocab = min(self.model.config.vocab_size, len(self.plan.evaluand.tokenizer))
+    @staticmethod
+    def _prompt(evaluand, length: int) -> torch.Tensor:
+        model = evaluand.lm.model
+        vocab = min(model.config.vocab_size, len(evaluand.tokenizer))
         generator = torch.Generator().manual_seed(SEED + length)
         ids = torch.randint(0, vocab, (1, length), generator=generator)
-        return ids.to(next(self.model.parameters()).device)
+        return ids.to(next(model.parameters()).device)
 
-    def _evaluate(self, unit) -> UnitOutcome:
-        ids = self._prompt(unit.context_length)
-        measure_once(self.model, ids, DECODE_STEPS)  # warm-up: kernels compiled and tuned, buffers grown
-        repeats = [measure_once(self.model, ids, DECODE_STEPS) for _ in range(self.plan.samples)]
-        provenance = self.plan.evaluand.provenance
+    def evaluate(self, unit, model) -> UnitOutcome:
+        evaluand, model = model, model.lm.model
+        ids = self._prompt(evaluand, unit.context_length)
+        measure_once(model, ids, DECODE_STEPS)  # warm-up: kernels compiled and tuned, buffers grown
+        repeats = [measure_once(model, ids, DECODE_STEPS) for _ in range(self.inputs.samples)]
+        provenance = evaluand.provenance
         analytic = analytic_cache_bytes(provenance["config"], unit.context_length, provenance["dtype"])
         prefill = [unit.context_length / r.prefill_s for r in repeats]
         decode = [DECODE_STEPS / r.decode_s for r in repeats]

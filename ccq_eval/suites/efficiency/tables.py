@@ -1,10 +1,12 @@
 """The efficiency table (rows = models; per length: prefill and decoding tokens/s, the cache in MiB as measured
-and as counted from the config, peak MiB); the figure is figures.py."""
+and as counted from the config, peak MiB); the figure is figures.py. Recall against state, which reads the
+retrieval suites beside this one's cache, is a cross-suite table (report/catalogue/recall_state.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
 
@@ -16,6 +18,8 @@ COLUMNS = {"prefill_tokens_per_s": ("prefill tok/s", 1.0, True), "decode_tokens_
 
 
 def cells(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return pd.DataFrame()
     rows = frame[(frame.suite == "efficiency") & frame.metric.isin(list(COLUMNS))].copy()
     if rows.empty:
         return pd.DataFrame()
@@ -26,8 +30,9 @@ def cells(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.pivot(index="label", columns="column", values="value").reindex(columns=order)
 
 
-def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
-    values = cells(frame)
+@table("efficiency")
+def cost_table(results, options) -> Table:
+    values = cells(results.metrics)
     higher = {f"{heading} ": better for heading, _, better in COLUMNS.values()}
     return Table(values=values, digits=2, compare="ratio",
                  higher_is_better=lambda column: next((b for h, b in higher.items() if column.startswith(h)), True),
@@ -35,17 +40,3 @@ def cost_table(suite, frame: pd.DataFrame, store, options) -> Table:
                          "prefill as measured and as counted from the config, peak memory (MiB); with --baseline, "
                          "each model's numbers as a multiple of the baseline's")
 
-
-
-
-def recall_state_table(suite, frame: pd.DataFrame, store, options) -> Table:
-    from ccq_eval.report.reference import REPORTED
-    from ccq_eval.suites.efficiency.recall_state import recall_frame, reported_points, state_points
-
-    reference = recall_frame(reported_points(), REPORTED) if options.reference else pd.DataFrame()
-    return Table(values=recall_frame(state_points(store, frame)), digits=3, reference=reference,
-                 higher_is_better=lambda column: not column.startswith("state"),
-                 caption="Recall against state: retrieval accuracy (\\%) of each model at each length beside the "
-                         "bytes of state it holds there (MiB; measured by the efficiency suite, else counted from "
-                         "the config), and the mean accuracy per MiB; reported rows at their published configuration's "
-                         "state")

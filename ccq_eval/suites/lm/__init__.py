@@ -11,10 +11,10 @@ from ccq_eval.suites.lm.protocol import WINDOW
 
 
 class LmSuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.lm.driver import LmDriver
 
-        return LmDriver(plan)
+        return LmDriver(inputs)
 
     def lm_eval_units(self, task, results):
         from ccq_eval.suites.lm.ingest import lm_unit
@@ -46,7 +46,8 @@ SUITE = LmSuite(
     extra_tasks=("swde", "fda", "squad_completion"),
     fixed_lengths=True,
     fetches_data=True,
-    table_builders={"lm": "lm_table"},
     length_means=f"lm-eval's own window ({WINDOW}; --lengths is ignored)",
     samples_mean="examples per task",
+    not_rescorable=("lm-eval's zero-shot tasks score the model's likelihood of each choice, which the store does not "
+                    "keep; rerun the model"),
 )

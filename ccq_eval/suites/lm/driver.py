@@ -1,26 +1,24 @@
-"""The lm suite's driver: lm-eval's own zero-shot tasks, 0-shot, unchanged, with their data offline."""
+"""The lm suite's driver: lm-eval's own zero-shot tasks, 0-shot, unchanged, with their data offline. lm-eval scores
+them from the model's likelihoods in the same call: the driver overrides evaluate rather than the three stages."""
 
 from __future__ import annotations
 
 from ccq_eval.data.offline import offline
 from ccq_eval.lm.harness import evaluate, without_samples
+from ccq_eval.suites.driver import Driver
 from ccq_eval.suites.lm.data import (FETCH_COMMAND, METRICS, PERPLEXITIES, LmDataError, cached, check_records,
                                      dataset_of, local_file, records_dataset, sha256, task_config, with_records)
 from ccq_eval.suites.lm.protocol import WINDOW
-from ccq_eval.suites.outcomes import Metric, UnitOutcome, evaluate_each
+from ccq_eval.suites.outcomes import Metric, UnitOutcome
 
 
-
-class LmDriver:
-    def __init__(self, plan):
-        self.plan = plan
-
+class LmDriver(Driver):
     def check_inputs(self) -> None:
-        plan = self.plan
-        for task in plan.tasks:  # a bad line fails here, before the model loads, not mid-run
-            if (local := local_file(task, plan.request.data_dir)) is not None:
+        inputs = self.inputs
+        for task in inputs.tasks:  # a bad line fails here, before the model loads, not mid-run
+            if (local := local_file(task, inputs.data_dir)) is not None:
                 check_records(task, local)
-        missing = [t for t in plan.tasks if local_file(t, plan.request.data_dir) is None and not cached(t)]
+        missing = [t for t in inputs.tasks if local_file(t, inputs.data_dir) is None and not cached(t)]
         if missing:
             names = ", ".join(f"{t} ({dataset_of(t)[0]})" for t in missing)
             raise LmDataError(f"zero-shot datasets not available offline: {names}; run `{FETCH_COMMAND}` on a machine "
@@ -29,11 +27,8 @@ class LmDriver:
     def max_length(self) -> int:
         return WINDOW
 
-    def check_with_tokenizer(self) -> None:
-        pass
-
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        local = local_file(task, self.plan.request.data_dir)
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        local = local_file(task, self.inputs.data_dir)
         source = {"local": str(local), "sha256": sha256(local)} if local else {
             "hub": dataset_of(task)[0], "name": dataset_of(task)[1]}
         config = task_config(task)
@@ -42,16 +37,14 @@ class LmDriver:
                     "metrics": list(METRICS[task][0]), "primary": METRICS[task][1]}
         return settings, {"task": task, "source": source}
 
-    def run_units(self, units):
-        return evaluate_each(units, self._evaluate)
-
-    def _evaluate(self, unit) -> UnitOutcome:
-        plan = self.plan
-        local = local_file(unit.task, plan.request.data_dir)
+    def evaluate(self, unit, model) -> UnitOutcome | None:
+        inputs = self.inputs
+        local = local_file(unit.task, inputs.data_dir)
         # the same task, reading the records from the local file where there is one
         config = with_records(unit.task, records_dataset(local)) if local is not None else dict(task_config(unit.task))
         with offline():
-            out = evaluate(plan.evaluand.lm, config, plan.request.seed, WINDOW, limit=plan.samples, num_fewshot=0, bootstrap_iters=1000)
+            out = evaluate(model.lm, config, inputs.seed, WINDOW, limit=inputs.samples, num_fewshot=0,
+                           bootstrap_iters=1000)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
         results = out["results"][unit.task]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
 
@@ -53,7 +54,9 @@ def reported() -> pd.DataFrame:
     return ref
 
 
-def lm_table(suite, frame: pd.DataFrame, store, options) -> Table:
+@table("lm")
+def lm_table(results, options) -> Table:
+    frame = results.metrics
     values = cells(frame, options.average)
     return Table(values=values, digits=2, higher_is_better=lambda column: column not in LOWER_IS_BETTER,
                  caption="Language modelling (perplexity) and zero-shot accuracy (\\%); Avg over "

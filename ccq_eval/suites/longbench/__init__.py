@@ -12,10 +12,10 @@ from ccq_eval.suites.base import SampleView, Suite
 
 
 class LongBenchSuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.longbench.driver import LongBenchDriver
 
-        return LongBenchDriver(plan)
+        return LongBenchDriver(inputs)
 
 
     def lm_eval_units(self, task, results):
@@ -57,10 +57,10 @@ SUITE = LongBenchSuite(
         ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
         ("repobench-p", "RBP"))},
     fetches_data=True,
-    table_builders={"longbench": "score_table"},
     length_means="prompt middle-truncated to fit L with the task's generation budget",
     samples_mean="examples per task",
     length_in_key_settings=True,
     sample_view=SampleView(target="answer", fields=(("id", ("id",)), ("prompt tokens", ("prompt_tokens",)),
                                                    ("truncated tokens", ("truncated_tokens",)))),
+    records_folder="longbench-prompts",
 )

@@ -1,71 +1,77 @@
-"""The LongBench suite's driver: data checks, unit settings (the length budget, the truncation
-policy), and one lm-eval evaluation per unit (task x budget) through tasks/longbench. Records are
-parsed once per run; each unit's prompts are built (middle-truncated) once and frozen in the cache,
-and the plugin reads the frozen file."""
+"""The LongBench suite's driver, in three stages: data (the records parsed once per run; each unit's prompts built,
+middle-truncated, once and frozen in the cache), generate (one lm-eval evaluation per unit through
+tasks/longbench), score (LongBench's metric of each prediction, a pure function of the records and the outputs:
+`ccq-eval rescore` reruns it)."""
 
 from __future__ import annotations
 
+import functools
+
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
+from ccq_eval.suites.driver import Driver, Generated, UnitData
 from ccq_eval.suites.longbench import data as longbench
+from ccq_eval.suites.longbench.scoring import score as longbench_score
 from ccq_eval.suites.longbench.tasks import TASKS
-from ccq_eval.suites.outcomes import (Metric, Sample, UnitOutcome, evaluate_each, logged_entries, mean_metric,
-                                     prediction_counts)
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries, mean_metric, prediction_counts
 
 
-class LongBenchDriver:
-    def __init__(self, plan):
-        self.plan = plan
-
+class LongBenchDriver(Driver):
     def key(self, task: str) -> str:
-        return self.plan.suite.short(task)
+        return self.inputs.suite.short(task)
+
+    @functools.cached_property
+    def records(self) -> dict[str, list[dict]]:
+        """LongBench's records of every chosen task, parsed once (a function of the inputs)."""
+        keys = [self.key(t) for t in self.inputs.tasks]
+        longbench.check_available(keys, self.inputs.data_dir)
+        return {k: longbench.read_records(longbench.local_path(k, self.inputs.data_dir)) for k in keys}
+
+    @functools.cached_property
+    def records_hash(self) -> dict[str, str]:
+        return {k: stable_hash(records) for k, records in self.records.items()}
 
     def check_inputs(self) -> None:
-        plan = self.plan
-        keys = [self.key(t) for t in plan.tasks]
-        longbench.check_available(keys, plan.request.data_dir)
-        self.records = {k: longbench.read_records(longbench.local_path(k, plan.request.data_dir)) for k in keys}
-        self.records_hash = {k: stable_hash(records) for k, records in self.records.items()}
-        for key in keys:
-            for length in plan.lengths:
+        self.records  # noqa: B018 - missing or malformed records are bad input before the model loads
+        for key in self.records:
+            for length in self.inputs.lengths:
                 if length <= TASKS[key].max_gen:
                     raise longbench.LongBenchError(f"--lengths {length}: no room for {key}'s prompt next to its "
                                                    f"{TASKS[key].max_gen} generated tokens")
 
-    def max_length(self) -> int:
-        return max(self.plan.lengths)
-
-    def check_with_tokenizer(self) -> None:
-        self.tokenizer_fp = tokenizer_fingerprint(self.plan.evaluand.tokenizer)
-
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         spec = TASKS[self.key(task)]
         settings = {"max_gen_toks": spec.max_gen, "truncation": "middle (LongBench pred.py)",
                     "metric": spec.metric, "first_line": spec.first_line, "task_version": spec.version}
-        data_key = {"records": self.records_hash[self.key(task)], "tokenizer": self.tokenizer_fp}
+        data_key = {"records": self.records_hash[self.key(task)], "tokenizer": tokenizer_fingerprint(model.tokenizer)}
         return settings, data_key
 
-    def run_units(self, units):
-        return evaluate_each(units, self._evaluate)
-
-    def _evaluate(self, unit) -> UnitOutcome:
-        plan = self.plan
+    def data(self, unit, tokenizer) -> UnitData:
         key = self.key(unit.task)
-        prompts_key = longbench.prompts_key(key, self.records_hash[key], self.tokenizer_fp, unit.context_length,
-                                            plan.samples)
-        frozen = longbench.prompts_path(prompts_key)
-        docs, fingerprint, _ = load_or_build(frozen, prompts_key, lambda: longbench.build(
-            key, self.records[key], plan.evaluand.tokenizer, unit.context_length, plan.samples)[0])
-        out = evaluate(plan.evaluand.lm, with_records(plugin_config(unit.task), docs), plan.request.seed,
+        prompts_key = longbench.prompts_key(key, self.records_hash[key], unit.data_key["tokenizer"],
+                                            unit.context_length, self.inputs.samples)
+        docs, fingerprint, _ = load_or_build(longbench.prompts_path(prompts_key), prompts_key, lambda: longbench.build(
+            key, self.records[key], tokenizer, unit.context_length, self.inputs.samples)[0])
+        return UnitData(docs, fingerprint)
+
+    def generate(self, unit, data: UnitData, model) -> Generated | None:
+        out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed,
                        unit.context_length)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
+        outputs = {entry["doc"]["index"]: {"prediction": entry["filtered_resps"][0]}
+                   for entry, _ in logged_entries(out, unit.task, len(data.records))}
+        return Generated(outputs, raw=without_samples(out))
+
+    def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
+        """LongBench's metric of each prediction (its eval.py, as tasks/longbench's process_results scores it)."""
         samples = []
-        for entry, score in logged_entries(out, unit.task, len(docs)):
-            doc = entry["doc"]
-            prediction = entry["filtered_resps"][0]
-            samples.append(Sample(doc["index"], score, target=doc["answers"][0] if doc["answers"] else "",
-                                  prediction=prediction, prompt_sha256=stable_hash(doc["prompt"]),
+        for doc in sorted(data.records, key=lambda d: d["index"]):
+            prediction = generated.outputs[doc["index"]]["prediction"]
+            samples.append(Sample(doc["index"], longbench_score(doc["task"], prediction, doc["answers"],
+                                                                doc["all_classes"]),
+                                  target=doc["answers"][0] if doc["answers"] else "", prediction=prediction,
+                                  prompt_sha256=stable_hash(doc["prompt"]),
                                   fields={"truncated_tokens": doc["truncated_tokens"],
                                           "prompt_tokens": doc["prompt_tokens"], "id": doc["id"],
                                           "empty_prediction": not prediction.strip()}))
@@ -73,5 +79,5 @@ class LongBenchDriver:
         extra = {**prediction_counts(samples), "truncated_prompts": truncated}
         metrics = [mean_metric("score", [s.score for s in samples], is_primary=True),
                    Metric("truncated_prompts", float(truncated), n=len(samples), higher_is_better=False)]
-        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
-                           settings=extra, raw=without_samples(out))
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=data.fingerprint,
+                           settings=extra, raw=generated.raw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
@@ -36,7 +37,11 @@ def reported(suite) -> pd.DataFrame:
     return ref
 
 
-def score_table(suite, frame: pd.DataFrame, store, options) -> Table:
+@table("longbench")
+def score_table(results, options) -> Table:
+    from ccq_eval.suites.longbench import SUITE as suite
+
+    frame = results.metrics
     values = cells(suite, frame)
     return Table(values=values, digits=1, caption="LongBench scores; Avg is the mean of the 14 cells",
                  stderr=None if values.empty else cells(suite, frame, "stderr"),

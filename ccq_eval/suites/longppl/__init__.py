@@ -14,15 +14,15 @@ TASK_VERSION = 1.0  # of the task plugins in tasks/longppl (the selection has it
 
 
 class LongpplSuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.longppl.driver import LongpplDriver
 
-        return LongpplDriver(plan)
+        return LongpplDriver(inputs)
 
-    def paired_cells(self, store):
+    def paired_cells(self, results):
         from ccq_eval.suites.longppl.paired import paired_cells
 
-        return paired_cells(self, store)
+        return paired_cells(self, results)
 
     def lm_eval_units(self, task, results):
         from ccq_eval.interchange.lm_eval_document import length_units
@@ -62,12 +62,11 @@ SUITE = LongpplSuite(
     options=(SuiteOption("engine", "one-pass (default; one forward per sequence gives every length) or lm-eval "
                                    "(loglikelihood_rolling per length, the cross-check)",
                          default="one-pass", choices=("one-pass", "lm-eval")),),
-    table_builders={"longppl": "perplexity_table"},
-    figure_drawers={"longppl": "curves_figure"},
     length_means="L scored tokens",
     samples_mean="documents per corpus",
     seed_metrics=(SeedMetric("perplexity", "ppl", False),),
     fetches_data=True,
     sample_view=SampleView(target="document", prediction=False, score="perplexity", graded=False,
                            fields=(("tokens", ("tokens",)), ("NLL (sum)", ("nll_sum",)))),
+    not_rescorable="perplexity is the model's likelihood of the text, not a scored output; rerun the model",
 )

@@ -1,12 +1,14 @@
 """The long-context perplexity suite's driver. Default engine "one-pass": one forward per sequence at
 L_max (chunked, cache carried) gives every length from prefix sums of the per-token NLL. Engine
 "lm-eval": lm-eval's loglikelihood_rolling on the sequences truncated to each length, through the
-tasks/longppl plugins (the cross-check; it evaluates every length separately)."""
+tasks/longppl plugins (the cross-check; it evaluates every length separately). A measurement, not a scored
+output: it overrides run_units rather than the three stages, and `ccq-eval rescore` refuses it."""
 
 from __future__ import annotations
 
 from ccq_eval.data.cache import load_or_build, stable_hash
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
+from ccq_eval.suites.driver import Driver
 from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
 from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, failure, mean_metric
@@ -15,58 +17,63 @@ BUCKET = 1024  # tokens per position bucket in the per-position view
 CHUNK = 2048  # tokens per forward chunk in the one-pass engine
 
 
-class LongpplDriver:
-    def __init__(self, plan):
-        self.plan = plan
-        self.selections: dict[str, longppl.Selection] = {}
-
+class LongpplDriver(Driver):
     def corpus(self, task: str) -> str:
-        return self.plan.suite.short(task)
+        return self.inputs.suite.short(task)
+
+    @property
+    def engine(self) -> str:
+        return self.inputs.options["engine"]
+
+    @property
+    def l_max(self) -> int:
+        return self.max_length()
 
     def check_inputs(self) -> None:
-        plan = self.plan
-        self.engine = plan.options["engine"]
-        self.l_max = max(plan.lengths)
-        longppl.check_available([self.corpus(t) for t in plan.tasks], plan.request.data_dir)
-        for task in plan.tasks:  # malformed files fail here, before the model loads
-            longppl.read_documents(longppl.local_path(self.corpus(task), plan.request.data_dir))
+        inputs = self.inputs
+        longppl.check_available([self.corpus(t) for t in inputs.tasks], inputs.data_dir)
+        for task in inputs.tasks:  # malformed files fail here, before the model loads
+            longppl.read_documents(longppl.local_path(self.corpus(task), inputs.data_dir))
 
-    def max_length(self) -> int:
-        return self.l_max
-
-    def check_with_tokenizer(self) -> None:
-        plan = self.plan
-        for task in plan.tasks:
+    def selection(self, task: str, tokenizer) -> longppl.Selection:
+        """The corpus's documents long enough for L_max under this tokenizer (chosen once per task and tokenizer)."""
+        memo = self.__dict__.setdefault("_selections", {})
+        if (task, id(tokenizer)) not in memo:
             corpus = self.corpus(task)
-            self.selections[task] = longppl.select(corpus, longppl.local_path(corpus, plan.request.data_dir),
-                                                   plan.evaluand.tokenizer, self.l_max, plan.samples)
+            memo[(task, id(tokenizer))] = longppl.select(corpus, longppl.local_path(corpus, self.inputs.data_dir),
+                                                         tokenizer, self.l_max, self.inputs.samples)
+        return memo[(task, id(tokenizer))]
 
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        selection = self.selections[task]
+    def check_with_tokenizer(self, tokenizer) -> None:
+        for task in self.inputs.tasks:
+            self.selection(task, tokenizer)
+
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        selection = self.selection(task, model.tokenizer)
         settings = {"engine": self.engine, "l_max": self.l_max, "max_length": self.l_max,
                     "selection": selection.record(), "definition": "exp(sum NLL / scored tokens), BOS context",
                     "task_version": longppl.SELECTION_VERSION}
         return settings, {"corpus": self.corpus(task), "fingerprint": selection.fingerprint}
 
-    def run_units(self, units):
+    def run_units(self, units, model):
         task = units[0].task
         try:
-            per_length = (self._one_pass(task, units) if self.engine == "one-pass" else self._lm_eval(task, units))
+            per_length = (self._one_pass(task, units, model) if self.engine == "one-pass"
+                          else self._lm_eval(task, units, model))
         except Exception as exc:  # noqa: BLE001 - the corpus's units fail together, with the reason
             for unit in units:
                 yield unit, failure(exc)
             return
         yield from per_length
 
-    def _one_pass(self, task: str, units):
+    def _one_pass(self, task: str, units, evaluand):
         from tqdm import tqdm
 
-        plan = self.plan
-        if plan.evaluand.lm.rank != 0:
+        if evaluand.lm.rank != 0:
             return []  # one process scores the sequences; other data-parallel ranks have nothing to add
-        selection = self.selections[task]
+        selection = self.selection(task, evaluand.tokenizer)
         lengths = [u.context_length for u in units]
-        model = plan.evaluand.lm.model
+        model = evaluand.lm.model
         sums = {L: [] for L in lengths}
         buckets = []
         for ids, name in tqdm(list(zip(selection.sequences, selection.names)), desc=f"{task} one pass",
@@ -76,29 +83,27 @@ class LongpplDriver:
             for L, total in prefix_nll_sums(nll, lengths).items():
                 sums[L].append(total)
             buckets.append(bucket_sums(nll, BUCKET))
-        return [(unit, self._outcome(unit, sums[unit.context_length],
+        return [(unit, self._outcome(unit, selection, sums[unit.context_length],
                                      buckets if unit.context_length == max(lengths) else None))
                 for unit in units]
 
-    def _lm_eval(self, task: str, units):
-        plan = self.plan
+    def _lm_eval(self, task: str, units, evaluand):
         results = []
-        selection = self.selections[task]
+        selection = self.selection(task, evaluand.tokenizer)
         for unit in units:  # each length's documents built once, frozen, handed to lm-eval in process
             key = longppl.lm_eval_docs_key(selection, unit.context_length)
             docs = load_or_build(longppl.lm_eval_docs_path(key), key, lambda: longppl.lm_eval_docs(
-                selection, plan.evaluand.tokenizer, unit.context_length))[0]
-            out = evaluate(plan.evaluand.lm, with_records(plugin_config(task), docs), plan.request.seed, self.l_max)
+                selection, evaluand.tokenizer, unit.context_length))[0]
+            out = evaluate(evaluand.lm, with_records(plugin_config(task), docs), self.inputs.seed, self.l_max)
             if out is None:  # a data-parallel rank other than 0
                 continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
             nll_sums = [-float(e["resps"][0][0]) if isinstance(e["resps"][0], list) else -float(e["resps"][0])
                         for e in logged]
-            results.append((unit, self._outcome(unit, nll_sums, None, raw=without_samples(out))))
+            results.append((unit, self._outcome(unit, selection, nll_sums, None, raw=without_samples(out))))
         return results
 
-    def _outcome(self, unit, nll_sums: list[float], buckets, raw=None) -> UnitOutcome:
-        selection = self.selections[unit.task]
+    def _outcome(self, unit, selection, nll_sums: list[float], buckets, raw=None) -> UnitOutcome:
         L = unit.context_length
         tokens = L * len(nll_sums)
         total = sum(nll_sums)

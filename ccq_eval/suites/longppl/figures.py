@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import math
 
-from ccq_eval.report.figures import plot_label, pyplot, training_lengths
-from ccq_eval.report.frame import metrics_frame
+from ccq_eval.report.entries import figure
+from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.series import label_lines, legend_beside, plot_series, series_of
 
 
-def curves_figure(suite, store):
+@figure("longppl")
+def curves_figure(results):
     """2 x 3 grid, one panel per corpus: perplexity against context length, one line per model (report/series.py:
     a CCQ model in its backbone's colour, seeds as a band), each training length a grey dotted line."""
-    plt = pyplot()
-    frame = metrics_frame(store)
+    from ccq_eval.suites.longppl import SUITE as suite
+
+    frame = results.metrics
     if frame.empty:
         return None
     rows = frame[(frame.suite == "longppl") & (frame.metric == "perplexity")]
     if rows.empty:
         return None
-    trained, all_series = training_lengths(store), series_of(rows.label.unique())
+    trained, all_series = results.training_lengths(), series_of(rows.label.unique())
+    plt = pyplot()
     # the paper's six panels; the shipped corpora get panels only when they have data
     tasks = list(suite.tasks) if set(rows.task) & set(suite.tasks) else []
     tasks += [t for t in suite.extra_tasks if t in set(rows.task)]

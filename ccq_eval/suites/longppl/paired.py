@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.paired_tests import PerplexityCell
 from ccq_eval.suites.base import format_length
 
 
-def paired_cells(suite, store) -> dict:
+def paired_cells(suite, results) -> dict:
     """'PyDocs 1K ppl' -> PerplexityCell: every label's per-sequence NLL and token counts (the pairs table)."""
     import pandas as pd
 
-    frame = latest_samples(store, "longppl", ("prompt_sha256", "fields"))
+    frame = results.samples("longppl", ("prompt_sha256", "fields")).copy()
     if frame.empty:
         return {}
     frame["nll"] = pd.to_numeric(frame.fields.map(lambda f: f.get("nll_sum")), errors="coerce")

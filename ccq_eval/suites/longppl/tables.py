@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.paired_tests import delta_row_tests
 from ccq_eval.report.intervals import exp_t_interval
 from ccq_eval.report.reference import reference_rows
@@ -41,14 +42,18 @@ def cells(suite, frame: pd.DataFrame, metric: str = "perplexity") -> pd.DataFram
     return rows.pivot(index="label", columns="column", values="value").reindex(columns=names)
 
 
-def perplexity_table(suite, frame: pd.DataFrame, store, options) -> Table:
+@table("longppl")
+def perplexity_table(results, options) -> Table:
+    from ccq_eval.suites.longppl import SUITE as suite
+
+    frame = results.metrics
     values = cells(suite, frame)
     low = high = None
     if options.ci and not values.empty:
         low, high = cells(suite, frame, "ci_low"), cells(suite, frame, "ci_high")
     paired = {}
     if options.ci and options.baseline and not values.empty:  # the delta rows' paired bootstrap per cell
-        paired = delta_row_tests(paired_cells(suite, store), options.baseline, " ppl")
+        paired = delta_row_tests(paired_cells(suite, results), options.baseline, " ppl")
     return Table(values=values, low=low, high=high, digits=2, higher_is_better=lambda column: False, paired=paired,
                  caption="Perplexity by context length (lower is better)"
                          + (r" with 95\% intervals over sequences" if options.ci else ""),

@@ -11,10 +11,10 @@ from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
 
 
 class MultiNiahSuite(SniahSuite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.multi_niah.driver import MultiNiahDriver
 
-        return MultiNiahDriver(plan)
+        return MultiNiahDriver(inputs)
 
     def lm_eval_units(self, task, results):
         """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
@@ -42,12 +42,12 @@ SUITE = MultiNiahSuite(
     display={"niah_multikey_1": "MK1", "niah_multikey_2": "MK2", "niah_multikey_3": "MK3",
              "niah_multivalue": "MV", "niah_multiquery": "MQ"},
     options=(HAYSTACK_OPTION,),
-    table_builders={"multi-niah": "accuracy_table"},
     length_means=f"prompt + {TOKENS_TO_GENERATE} generated tokens <= L",
     samples_mean="samples per task and length",
     in_all=False,  # not one of the paper's tables: run by name
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answers' NLL", False)),
     sample_view=SampleView(fields=(("depth", ("depth_used", "depth")), ("keys", ("keys",)),
                                    ("answers' NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
-                           depth="depth", frozen="multi_niah"),
+                           depth="depth", context=True),
+    records_folder="multi_niah",
 )

@@ -11,7 +11,7 @@ ANSWER_SEPARATOR = ", "  # the answers as one continuation for their NLL (and th
 
 
 class MultiNiahDriver(SniahDriver):
-    data = multi
+    generator = multi
 
     def answer(self, doc: dict) -> str:
         return ANSWER_SEPARATOR.join(doc["outputs"])

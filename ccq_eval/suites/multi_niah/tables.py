@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ccq_eval.suites.sniah.tables import accuracy_table as needle_accuracy_table
+from ccq_eval.report.entries import table
+from ccq_eval.suites.sniah.tables import accuracy_table
 
 
-def accuracy_table(suite, frame, store, options):
-    return needle_accuracy_table(suite, frame, store, options, title="Multi-needle NIAH (RULER)")
+@table("multi-niah")
+def multi_niah_table(results, options):
+    from ccq_eval.suites.multi_niah import SUITE
+
+    return accuracy_table(SUITE, results, options, "Multi-needle NIAH (RULER)")

@@ -19,15 +19,15 @@ HAYSTACK_OPTION = SuiteOption("haystack", "essay haystack for the essay tasks (S
 
 
 class SniahSuite(Suite):
-    def driver(self, plan):
+    def driver(self, inputs):
         from ccq_eval.suites.sniah.driver import SniahDriver
 
-        return SniahDriver(plan)
+        return SniahDriver(inputs)
 
-    def paired_cells(self, store):
+    def paired_cells(self, results):
         from ccq_eval.suites.sniah.paired import paired_cells
 
-        return paired_cells(self, store)
+        return paired_cells(self, results)
 
     def prompt_context(self, record, width):
         from ccq_eval.suites.sniah.examples import needle_context
@@ -58,13 +58,12 @@ SUITE = SniahSuite(
     default_samples=500,
     display={"sniah_1": "S1", "sniah_2": "S2", "sniah_3": "S3"},
     options=(HAYSTACK_OPTION,),
-    table_builders={"sniah": "accuracy_table", "sniah-partial": "partial_table"},
-    figure_drawers={"sniah-depth": "depth_figure"},
     length_means=f"prompt + {TOKENS_TO_GENERATE} generated tokens <= L",
     samples_mean="samples per task and length",
     length_in_key_settings=True,
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answer NLL", False)),
     sample_view=SampleView(fields=(("depth", ("depth_used", "depth")), ("key", ("key",)),
                                    ("answer NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
-                           depth="depth", frozen="sniah"),
+                           depth="depth", context=True),
+    records_folder="sniah",
 )

@@ -1,6 +1,7 @@
-"""The S-NIAH suite's driver: haystack and length checks, unit settings, and one lm-eval evaluation
-per unit (task x length) over data generated once, frozen in the cache, and read by the plugin
-from the frozen file."""
+"""The S-NIAH suite's driver, in three stages: data (RULER's generator, run once per data key and frozen in the
+cache), generate (one lm-eval evaluation per unit through tasks/sniah, with the answers' NLL from the decoding
+prefill and a row stopped once every needle value is out), score (RULER's string match on each prediction, a pure
+function of the records and the outputs: `ccq-eval rescore` reruns it)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from ccq_eval.data.cache import stable_hash, tokenizer_fingerprint
 from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.base import format_length
-from ccq_eval.suites.outcomes import (Metric, Sample, UnitOutcome, evaluate_each, logged_entries, mean_metric,
-                                     prediction_counts)
+from ccq_eval.suites.driver import Driver, Generated, UnitData
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries, mean_metric, prediction_counts
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
-from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix
+from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix, ruler_string_match
 from ccq_eval.suites.sniah.sizing import SniahError, prompt_of
 
 EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
@@ -50,14 +51,13 @@ def moved_needles(samples: list[Sample]) -> dict:
                        "used is stored per sample (depth_used)"}
 
 
-class SniahDriver:
+class SniahDriver(Driver):
     """Also the multi-needle suite's (suites/multi_niah/driver.py): what differs is the generator module
-    (``data``), the answer scored for its NLL, the per-sample fields and the unit's metrics."""
+    (``generator``), the answer scored for its NLL, the per-sample fields and the unit's metrics."""
 
-    data = sniah  # VARIANTS, smallest_length, dataset_key, load_or_generate
-
-    def __init__(self, plan):
-        self.plan = plan
+    generator = sniah  # VARIANTS, smallest_length, dataset_key, load_or_generate
+    generated_fields = ("answer_nll",)
+    generated_settings = ("answer_nll_from_prefill",)
 
     def answer(self, doc: dict) -> str:
         """The text whose teacher-forced NLL after the prompt is stored (``answer_nll``)."""
@@ -73,70 +73,69 @@ class SniahDriver:
                 Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores)),
                 mean_metric("answer_prefix", [s.fields["answer_prefix"] for s in samples])]
 
+    @functools.cached_property
+    def haystack(self):
+        """The essay haystack (None when no chosen task reads one): a function of the inputs, read once."""
+        path = resolve_haystack_path(self.inputs.options["haystack"], self.inputs.data_dir)
+        needs_essays = any(self.generator.VARIANTS[t].haystack == "essay" for t in self.inputs.tasks)
+        return load_haystack(path) if needs_essays else None
+
     def check_inputs(self) -> None:
-        plan = self.plan
-        self.haystack_path = resolve_haystack_path(plan.options["haystack"], plan.request.data_dir)
-        needs_essays = any(self.data.VARIANTS[t].haystack == "essay" for t in plan.tasks)
-        self.haystack = load_haystack(self.haystack_path) if needs_essays else None
+        self.haystack  # noqa: B018 - a missing or malformed haystack is bad input before the model loads
 
-    def max_length(self) -> int:
-        return max(self.plan.lengths)
-
-    def check_with_tokenizer(self) -> None:
-        plan = self.plan
-        tokenizer = plan.evaluand.tokenizer
-        self.tokenizer_fp = tokenizer_fingerprint(tokenizer)
-        for task in plan.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
-            for length in plan.lengths:
-                smallest = self.data.smallest_length(task, tokenizer, self.haystack, length, plan.samples,
-                                                     plan.request.seed)
+    def check_with_tokenizer(self, tokenizer) -> None:
+        inputs = self.inputs
+        for task in inputs.tasks:  # a length that cannot hold every sample's prompt skeleton is bad input
+            for length in inputs.lengths:
+                smallest = self.generator.smallest_length(task, tokenizer, self.haystack, length, inputs.samples,
+                                                          inputs.seed)
                 if length < smallest:
                     raise SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
-                                           f"({smallest} tokens at least with an empty haystack); use larger lengths")
+                                     f"({smallest} tokens at least with an empty haystack); use larger lengths")
 
-    def unit_settings(self, task: str, length: int) -> tuple[dict, dict]:
-        essay = self.data.VARIANTS[task].haystack == "essay"
-        settings = {
-            "task_version": TASK_VERSION, "tokens_to_generate": TOKENS_TO_GENERATE,
-            "haystack": {"name": self.haystack.name, "sha256": self.haystack.fingerprint} if essay else None,
-        }
-        plan = self.plan
-        data_key = self.data.dataset_key(task, self.tokenizer_fp, length, plan.samples, plan.request.seed, self.haystack)
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        essay = self.generator.VARIANTS[task].haystack == "essay"
+        haystack = self.haystack
+        settings = {"task_version": TASK_VERSION, "tokens_to_generate": TOKENS_TO_GENERATE,
+                    "haystack": {"name": haystack.name, "sha256": haystack.fingerprint} if essay else None}
+        data_key = self.generator.dataset_key(task, tokenizer_fingerprint(model.tokenizer), length, self.inputs.samples,
+                                              self.inputs.seed, haystack)
         return settings, data_key
 
-    def run_units(self, units):
-        return evaluate_each(units, lambda unit: self._evaluate(unit, *self._build_data(unit)))
+    # --- data -----------------------------------------------------------------------------------
 
-    def _build_data(self, unit):
-        """Generated once per data key and frozen; the plugin reads the frozen file."""
+    def data(self, unit, tokenizer) -> UnitData:
+        """Generated once per data key and frozen; the plugin reads the frozen records."""
         from tqdm import tqdm
 
-        plan = self.plan
-        with tqdm(total=plan.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
+        inputs = self.inputs
+        with tqdm(total=inputs.samples, desc=f"data {unit.task} {format_length(unit.context_length)}",
                   disable=None, leave=False) as bar:
-            records, fingerprint, _ = self.data.load_or_generate(unit.task, plan.evaluand.tokenizer, unit.context_length,
-                                                             plan.samples, plan.request.seed, self.haystack, bar,
-                                                             key=unit.data_key)
-        return records, fingerprint
+            records, fingerprint, _ = self.generator.load_or_generate(
+                unit.task, tokenizer, unit.context_length, inputs.samples, inputs.seed, self.haystack, bar,
+                key=unit.data_key)
+        return UnitData(records, fingerprint)
 
-    def _decoding_hooks(self, records: list[dict]) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
+    # --- generate -------------------------------------------------------------------------------
+
+    def _decoding_hooks(self, records: list[dict], model) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
         """(this unit's decoding hooks, sample index -> its prompt's key); none for a model that does not score
         text (it only generates)."""
-        lm, hooks = self.plan.evaluand.lm, DecodingHooks()
+        lm, hooks = model.lm, DecodingHooks()
         if not lm.scores_text:
             return hooks, {}
         keys = {d["index"]: lm.prompt_key(prompt_of(d)) for d in records}
         if FUSED_ANSWER_NLL:
-            tokenizer = self.plan.evaluand.tokenizer
-            hooks.score_continuations = {keys[d["index"]]: tokenizer(" " + self.answer(d), add_special_tokens=False)
-                                         ["input_ids"] for d in records}
+            hooks.score_continuations = {keys[d["index"]]: model.tokenizer(" " + self.answer(d),
+                                                                           add_special_tokens=False)["input_ids"]
+                                         for d in records}
         if EARLY_STOP:  # once every needle value is in a row's output, string_match_all is 1 and no later token
             # can change it (RULER scores containment); the answer prefix is fixed by then too
             hooks.stop_when = {keys[d["index"]]: functools.partial(all_values_found, values=d["outputs"])
                                for d in records}
         return hooks, keys
 
-    def _answer_nlls(self, docs: list[dict], hooks: DecodingHooks, keys: dict) -> tuple[list[float | None], int]:
+    def _answer_nlls(self, docs: list[dict], hooks: DecodingHooks, keys: dict, model) -> tuple[list, int]:
         """(per sample: the answer's mean NLL per token, how many came from the decoding prefill), when the LM
         scores text: partial retrieval shows here long before exact match moves."""
         if not keys:
@@ -144,35 +143,45 @@ class SniahDriver:
         nlls = [hooks.continuation_nlls.get(keys.get(d["index"])) for d in docs]
         missing = [i for i, v in enumerate(nlls) if v is None]
         if missing:  # the reference: lm-eval's loglikelihood, for any prompt the prefill did not score
-            slow = mean_answer_nll(self.plan.evaluand.lm, self.plan.evaluand.tokenizer,
+            slow = mean_answer_nll(model.lm, model.tokenizer,
                                    [(prompt_of(docs[i]), self.answer(docs[i])) for i in missing])
             for i, value in zip(missing, slow):
                 nlls[i] = value
         return nlls, len(docs) - len(missing)
 
-    def _evaluate(self, unit, records: list[dict], fingerprint: str) -> UnitOutcome:
-        plan = self.plan
-        hooks, keys = self._decoding_hooks(records)
-        out = evaluate(plan.evaluand.lm, with_records(plugin_config(unit.task), records), plan.request.seed,
+    def generate(self, unit, data: UnitData, model) -> Generated | None:
+        hooks, keys = self._decoding_hooks(data.records, model)
+        out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed,
                        unit.context_length, hooks=hooks)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        entries = logged_entries(out, unit.task, len(records))
-        nlls, from_prefill = self._answer_nlls([entry["doc"] for entry, _ in entries], hooks, keys)
+        entries = [entry for entry, _ in logged_entries(out, unit.task, len(data.records))]
+        nlls, from_prefill = self._answer_nlls([entry["doc"] for entry in entries], hooks, keys, model)
+        outputs = {entry["doc"]["index"]: {"prediction": entry["filtered_resps"][0], "answer_nll": nll}
+                   for entry, nll in zip(entries, nlls)}
+        # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
+        return Generated(outputs, {"answer_nll_from_prefill": from_prefill}, raw=without_samples(out))
+
+    # --- score ----------------------------------------------------------------------------------
+
+    def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
+        """RULER's string match of each prediction against its needle values, and what the unit reports: a pure
+        function of the records and the model's outputs."""
         samples = []
-        for (entry, score), nll in zip(entries, nlls):
-            doc = entry["doc"]
-            prediction = entry["filtered_resps"][0]
+        for doc in sorted(data.records, key=lambda d: d["index"]):
+            output = generated.outputs[doc["index"]]
+            prediction = output["prediction"]
             samples.append(Sample(
-                doc["index"], score, target=", ".join(doc["outputs"]), prediction=prediction,
-                prompt_sha256=stable_hash(prompt_of(doc)),
-                fields={**self.sample_fields(unit.task, doc, prediction), "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE,
-                        "haystack_units": doc["haystack_units"], "haystack_passes": doc["haystack_passes"],
-                        "empty_prediction": not prediction.strip(), "answer_nll": nll}))
+                doc["index"], 100.0 * ruler_string_match(prediction, doc["outputs"]), target=", ".join(doc["outputs"]),
+                prediction=prediction, prompt_sha256=stable_hash(prompt_of(doc)),
+                fields={**self.sample_fields(unit.task, doc, prediction),
+                        "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE, "haystack_units": doc["haystack_units"],
+                        "haystack_passes": doc["haystack_passes"], "empty_prediction": not prediction.strip(),
+                        "answer_nll": output.get("answer_nll")}))
         metrics = self.unit_metrics(samples)
+        nlls = [s.fields["answer_nll"] for s in samples]
         if all(v is not None for v in nlls):
             metrics.append(Metric("answer_nll", sum(nlls) / len(nlls), n=len(nlls), higher_is_better=False))
-        # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
-        extra = {**prediction_counts(samples), "answer_nll_from_prefill": from_prefill, **moved_needles(samples)}
-        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=fingerprint,
-                           settings=extra, raw=without_samples(out))
+        extra = {**prediction_counts(samples), **generated.settings, **moved_needles(samples)}
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=data.fingerprint,
+                           settings=extra, raw=generated.raw)

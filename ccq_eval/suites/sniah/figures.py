@@ -7,15 +7,15 @@ import math
 import numpy as np
 import pandas as pd
 
+from ccq_eval.report.entries import figure
 from ccq_eval.report.figures import plot_label, pyplot
-from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.series import BACKBONE, TRAINED_CCQ, series_of
 from ccq_eval.suites.base import format_length
 
 
-def depth_frame(store) -> pd.DataFrame:
-    """Per-sample scores with needle depth, for the latest complete unit of each (label, task, length)."""
-    frame = latest_samples(store, "sniah", ("score", "fields"))
+def depth_frame(results) -> pd.DataFrame:
+    """Per-sample scores with needle depth, for each cell's unit."""
+    frame = results.samples("sniah", ("score", "fields")).copy()
     if not frame.empty:  # where the needle was (samples stored before depth_used: as drawn; lm-eval's: not recorded)
         frame["depth"] = pd.to_numeric(frame.fields.map(lambda f: f.get("depth_used", f.get("depth"))), errors="coerce")
         frame = frame[frame.depth.notna() & frame.score.notna()]
@@ -34,14 +34,17 @@ def panel_grid(count: int) -> tuple[int, int]:
     return math.ceil(count / columns), columns
 
 
-def depth_figure(suite, store):
+@figure("sniah-depth")
+def depth_figure(results):
     """The needle heatmap: depth (10% bins) x context length, one panel per (task, model), wrapped into
     rows of at most five panels, task by task; a CCQ model's panel beside its backbone's, a model's seeds
     pooled into one panel (report/series.py)."""
-    plt = pyplot()
-    frame = depth_frame(store)
+    from ccq_eval.suites.sniah import SUITE as suite
+
+    frame = depth_frame(results)
     if frame.empty:
         return None
+    plt = pyplot()
     frame["bin"] = np.minimum((frame.depth // 10).astype(int), 9)
     tasks = [t for t in suite.tasks if t in set(frame.task)]
     lengths = sorted(frame.context_length.unique())

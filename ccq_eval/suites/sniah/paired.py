@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ccq_eval.report.frame import latest_samples
 from ccq_eval.report.paired_tests import ScoreCell
 from ccq_eval.suites.sniah.columns import column_name, haystack_of
 
 
-def paired_cells(suite, store) -> dict:
+def paired_cells(suite, results) -> dict:
     """'S1 1K acc' -> ScoreCell: every label's per-prompt scores in that cell (the pairs table)."""
-    frame = latest_samples(store, suite.name, ("prompt_sha256", "score"))
+    frame = results.samples(suite.name, ("prompt_sha256", "score")).copy()
     if frame.empty:
         return {}
     haystacks = frame.settings.map(haystack_of)

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.intervals import wilson_interval
 from ccq_eval.report.paired_tests import delta_row_tests
 from ccq_eval.report.reference import reference_rows
@@ -37,10 +38,17 @@ def cells(suite, frame: pd.DataFrame, metric: str = "score",
     return pivot("value"), pivot("low"), pivot("high")
 
 
-def accuracy_table(suite, frame: pd.DataFrame, store, options, title: str = "S-NIAH") -> Table:
+@table("sniah")
+def sniah_table(results, options) -> Table:
+    from ccq_eval.suites.sniah import SUITE
+
+    return accuracy_table(SUITE, results, options, "S-NIAH")
+
+
+def accuracy_table(suite, results, options, title: str) -> Table:
     """``title``: the suite's name in the caption (the multi-needle suite's table is this one)."""
-    values, low, high = cells(suite, frame, bounds=options.ci)
-    paired = (delta_row_tests(paired_cells(suite, store), options.baseline, " acc")
+    values, low, high = cells(suite, results.metrics, bounds=options.ci)
+    paired = (delta_row_tests(paired_cells(suite, results), options.baseline, " acc")
               if options.baseline and options.ci else {})
     return Table(values=values, low=None if values.empty else low, high=None if values.empty else high,
                  caption=title + r" accuracy (\%)" + (r" with 95\% Wilson intervals" if options.ci else ""),
@@ -61,8 +69,11 @@ def partial_cells(suite, frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(parts)
 
 
-def partial_table(suite, frame: pd.DataFrame, store, options) -> Table:
-    return Table(values=partial_cells(suite, frame), digits=2, higher_is_better=lambda c: not c.endswith(" NLL"),
+@table("sniah-partial")
+def partial_table(results, options) -> Table:
+    from ccq_eval.suites.sniah import SUITE
+
+    return Table(values=partial_cells(SUITE, results.metrics), digits=2, higher_is_better=lambda c: not c.endswith(" NLL"),
                  caption="S-NIAH partial retrieval: answer reproduced from its start (\\%) and the answer's "
                          "teacher-forced NLL per token",
                  reference=reference_rows("sniah-partial") if options.reference else pd.DataFrame())

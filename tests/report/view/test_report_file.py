@@ -86,7 +86,7 @@ def test_stored_text_is_only_inside_the_json_block(report):
 
 def test_the_pages_numbers_are_the_stores(report):
     store, _, _, data = report
-    from ccq_eval.report.registry import render_table
+    from ccq_eval.report.catalogue import render_table
 
     page_units = {(u["label"], u["task"], u["length"]): u for u in data["units"]}
     for run in store.runs():
@@ -108,7 +108,7 @@ def test_compare_counts_equal_those_counted_from_the_samples(report):
     import csv
     import io
 
-    from ccq_eval.report.registry import render_table
+    from ccq_eval.report.catalogue import render_table
 
     by_label = {}
     for run in store.runs():

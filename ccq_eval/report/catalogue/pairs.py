@@ -1,48 +1,29 @@
 """The pairs table, across suites: every CCQ model against its backbone on the same samples, with a paired
 test per cell (report/paired_tests.py), seed by seed, then the mean ± sd of the delta over seeds.
 
-Pairs come from the labels' own conventions: ``ccq-NAME`` against ``NAME`` (a trained CCQ model and its
-backbone, the zoo's naming, seed suffixes included) and ``NAME+ccq<lambda>`` against ``NAME`` (training-free
+Pairs come from the labels' own conventions (report/labels.py): ``ccq-NAME`` against ``NAME`` (a trained CCQ model
+and its backbone, the zoo's naming, seed suffixes included) and ``NAME+ccq<lambda>`` against ``NAME`` (training-free
 CCQ on the same weights, `run`'s default label). S-NIAH cells pair prompts by their hash; perplexity cells
 pair sequences by theirs, so only samples both models scored count.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.formats import DELTA_ROW, Rendered, grid
+from ccq_eval.report.labels import model_name, pairs_of
 from ccq_eval.report.paired_tests import PairedResult, p_text
-from ccq_eval.report.seeds import SEED_SUFFIX
-
-TRAINED_PREFIX = "ccq-"
-TRAINING_FREE = re.compile(r"\+ccq[0-9.eE+-]+(-\w+)?$")  # default_label's "+ccq0.3" / "+ccq0.3-none"
+from ccq_eval.suites import SUITES
 
 
-def backbone_of(label: str, labels: set[str]) -> str | None:
-    """The label this one is CCQ's version of, when both are in the store."""
-    if label.startswith(TRAINED_PREFIX) and label[len(TRAINED_PREFIX):] in labels:
-        return label[len(TRAINED_PREFIX):]
-    plain = TRAINING_FREE.sub("", label)
-    return plain if plain != label and plain in labels else None
-
-
-def pairs_of(labels) -> list[tuple[str, str]]:
-    """(CCQ label, backbone label) for every pair present, sorted."""
-    present = set(labels)
-    return sorted((label, base) for label in present if (base := backbone_of(label, present)))
-
-
-def paired_cells(store) -> dict:
+def paired_cells(results) -> dict:
     """Every suite's paired cells (Suite.paired_cells), in the registry's order."""
-    from ccq_eval.suites import SUITES
-
     cells = {}
     for suite in SUITES.values():
-        cells.update(suite.paired_cells(store))
+        cells.update(suite.paired_cells(results))
     return cells
 
 
@@ -57,8 +38,9 @@ def paired_results(cells: dict) -> dict[tuple[str, str], dict[str, PairedResult]
     return out
 
 
-def render_pairs(store) -> Rendered | None:
-    cells_by_column = paired_cells(store)
+@table("pairs", about="ccq-NAME and NAME+ccq<lambda> against NAME on the same samples, with paired tests")
+def pairs_table(results, options) -> Rendered | None:
+    cells_by_column = paired_cells(results)
     results = paired_results(cells_by_column)
     if not results:
         return None
@@ -98,6 +80,6 @@ def seed_groups(results) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """(CCQ model, backbone) without seed suffixes -> its per-seed pairs."""
     groups: dict[tuple[str, str], list] = {}
     for model, base in results:
-        key = (re.sub(SEED_SUFFIX, "", model), re.sub(SEED_SUFFIX, "", base))
+        key = (model_name(model), model_name(base))
         groups.setdefault(key, []).append((model, base))
     return groups

@@ -6,12 +6,19 @@ store has one, otherwise the count from the run's config and dtype (analytic.py)
 Here the state is what inference holds, dtype included: the recurrent state (float32) plus the short-convolution
 state and CCQ's statistics, or the KV cache of an attention model, for batch 1. Zoology's ``state_size()``
 counts elements of the recurrent state alone (no dtype, no convolution state), so its numbers are smaller by the
-element size and the convolution term."""
+element size and the convolution term.
+
+A cross-suite table (it reads the retrieval suites and the efficiency suite's cache); the figure is
+recall_state_figure.py."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
+from ccq_eval.report.reference import REPORTED
+from ccq_eval.report.table import Table
+from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
 
@@ -19,15 +26,6 @@ from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
 RETRIEVAL_SUITES = {"sniah": "S-NIAH", "multi_niah": "multi-NIAH"}
 MEASURED, COUNTED = "measured", "config"
 MIB = 1 << 20
-
-
-def _configs(store) -> dict[str, tuple[dict, str]]:
-    """label -> (model config, dtype) of its latest run."""
-    found = {}
-    for run in store.runs():
-        if isinstance(run.model_config, dict):
-            found[run.label] = (run.model_config, run.dtype)
-    return found
 
 
 def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | None:
@@ -45,14 +43,13 @@ def mean_column(suite: str) -> str:
     return f"{RETRIEVAL_SUITES[suite]} mean"
 
 
-def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
+def state_points(results) -> pd.DataFrame:
     """Rows: label, length, one column per retrieval task (display name), each suite's mean (only where the point
     has every one of that suite's tasks in the store: a mean over fewer would not compare), state_bytes,
     state_from."""
+    frame = results.metrics
     if frame.empty:
         return pd.DataFrame()
-    from ccq_eval.suites import SUITES
-
     scores = frame[frame.suite.isin(list(RETRIEVAL_SUITES)) & (frame.is_primary == 1)]
     if scores.empty:
         return pd.DataFrame()
@@ -67,13 +64,14 @@ def state_points(store, frame: pd.DataFrame) -> pd.DataFrame:
     accuracy = accuracy[tasks].rename(columns=display).assign(**means)
     cache = frame[(frame.suite == "efficiency") & (frame.metric == "cache_bytes")]
     measured = {(label, L): value for label, L, value in zip(cache.label, cache.context_length, cache.value)}
-    configs = _configs(store)
+    runs = results.runs
     rows = []
     for (label, length), row in accuracy.iterrows():
         if (label, length) in measured:
             state, source = measured[(label, length)], MEASURED
         else:
-            state = counted(configs.get(label), int(length))
+            run = runs.get(label)
+            state = counted((run.config, run.dtype) if run is not None and run.config is not None else None, int(length))
             source = COUNTED if state is not None else None
         rows.append({"label": label, "length": int(length), **row.to_dict(), "state_bytes": state, "state_from": source})
     return pd.DataFrame(rows)
@@ -92,7 +90,6 @@ def reported_points() -> pd.DataFrame:
     """The reported S-NIAH rows as points (label "model [source]", length, task columns, the S-NIAH mean, the
     state their published configuration holds at that length), for the models PUBLISHED_CONFIGS has."""
     from ccq_eval.report.reference import reported_cells
-    from ccq_eval.suites import SUITES
     from ccq_eval.suites.base import parse_lengths
 
     ref = reported_cells("sniah")
@@ -129,3 +126,14 @@ def recall_frame(points: pd.DataFrame, suffix: str = "") -> pd.DataFrame:
         values[f"{column} per MiB"] = points[column] / mib
     values.index = [f"{label} · {format_length(L)}{suffix}" for label, L in zip(points.label, points.length)]
     return values
+
+
+@table("recall-state", about="retrieval accuracy against the bytes of state each model holds")
+def recall_state_table(results, options) -> Table:
+    reference = recall_frame(reported_points(), REPORTED) if options.reference else pd.DataFrame()
+    return Table(values=recall_frame(state_points(results)), digits=3, reference=reference,
+                 higher_is_better=lambda column: not column.startswith("state"),
+                 caption="Recall against state: retrieval accuracy (\\%) of each model at each length beside the "
+                         "bytes of state it holds there (MiB; measured by the efficiency suite, else counted from "
+                         "the config), and the mean accuracy per MiB; reported rows at their published configuration's "
+                         "state")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ccq_eval.report.entries import table
 from ccq_eval.report.formats import Rendered, grid
+from ccq_eval.report.labels import model_name
 from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
 
-SEED_SUFFIX = r"-s\d+$"
 # (suite, metric) -> (column suffix, higher is better), as each suite declares
 SEED_METRICS = {(suite.name, m.metric): (m.column_suffix, m.higher_is_better)
                 for suite in SUITES.values() for m in suite.seed_metrics}
@@ -23,7 +24,7 @@ def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     rows = frame[keep].copy() if not frame.empty else frame
     if rows.empty:
         return (pd.DataFrame(),) * 3
-    rows["model"] = rows.label.str.replace(SEED_SUFFIX, "", regex=True)
+    rows["model"] = rows.label.map(model_name)
     seeds = rows.groupby("model").label.nunique()
     rows = rows[rows.model.isin(seeds[seeds > 1].index)]
     if rows.empty:
@@ -38,8 +39,9 @@ def seeds_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
     return mean, std, count
 
 
-def render_seeds(frame: pd.DataFrame) -> Rendered | None:
-    mean, std, count = seeds_cells(frame)
+@table("seeds", about="mean ± sd over NAME, NAME-s1, ...")
+def seeds_table(results, options) -> Rendered | None:
+    mean, std, count = seeds_cells(results.metrics)
     if mean.empty:
         return None
     cells = pd.DataFrame({c: [f"{m:.2f} ± {s:.2f}" if not pd.isna(m) else "" for m, s in zip(mean[c], std[c])]

@@ -1,0 +1,143 @@
+"""The store read once, into the one model every table, figure and report page is a function of.
+
+Two rules, written here only:
+- the latest complete unit of each cell (label, suite, task, context length) is the cell's result: the one
+  finished last, ties broken by the larger unit id; a reused unit (another label's run computed it) counts as
+  its label's own; a failed unit never counts (its cell shows as missing);
+- the latest run of each label (started last) says what the label's model is: its config, family, dtype and
+  training length.
+Metric values that are not finite numbers (which no run stores and ingest refuses; a hand-edited or foreign store
+may hold one) are left out, as a failed unit is; `Store.untrusted_metrics` names them for the commands to say so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
+
+
+def numeric(column: pd.Series) -> pd.Series:
+    """A stored column as floats: text (``'NaN'``, a word) and infinities become NaN, so no reader meets them."""
+    values = pd.to_numeric(column, errors="coerce").astype(float)
+    return values.where(np.isfinite(values))
+
+
+def sample_fields(text) -> dict:
+    """A sample's per-suite fields (JSON text in the store) as a dict: empty where they are not a JSON object."""
+    try:
+        fields = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+@dataclass(frozen=True)
+class LabelRun:
+    """What a label's latest run says about its model."""
+
+    label: str
+    run_id: str
+    model_spec: str
+    config: dict | None  # None: a run stored without a readable config (hand-made or ingested stores)
+    dtype: str
+
+    @property
+    def family(self) -> str:
+        """The model family as tables show it (catalog.family_name); "" without a config."""
+        from ccq_eval.catalog import family_name
+
+        return family_name(self.config) if self.config is not None else ""
+
+    @property
+    def training_length(self) -> int | None:
+        """The training context length the config records, if any."""
+        found = [self.config[k] for k in TRAINING_LENGTH_KEYS if isinstance((self.config or {}).get(k), int)]
+        return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str
+    suite: str
+    task: str
+    context_length: int
+
+
+class Results:
+    """A store as the report reads it: ``cells`` (Cell -> its unit, store.rows.UnitRow), ``runs`` (label ->
+    LabelRun), ``metrics`` (a frame of the cells' metric rows), ``samples(suite, columns)`` (a frame of the cells'
+    sample rows). Reads the store once per part, when first asked."""
+
+    def __init__(self, store):
+        self.store = store
+
+    @cached_property
+    def runs(self) -> dict[str, LabelRun]:
+        latest = {}
+        for run in self.store.runs():  # oldest first: the latest run of a label wins
+            config = run.model_config if isinstance(run.model_config, dict) else None
+            latest[run.label] = LabelRun(run.label, run.id, run.model_spec, config, run.dtype)
+        return latest
+
+    @cached_property
+    def cells(self) -> dict[Cell, object]:
+        label_of = {run.id: run.label for run in self.store.runs()}
+        latest = {}
+        for unit in sorted(self.store.units(status="complete"), key=lambda u: (u.finished or "", u.id)):
+            latest[Cell(label_of[unit.run_id], unit.suite, unit.task, unit.context_length)] = unit
+        return latest
+
+    @cached_property
+    def _unit_ids(self) -> set[str]:
+        return {unit.id for unit in self.cells.values()}
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """One row per metric of each cell's unit: label, model, suite, task, context_length, metric, value, stderr,
+        n, higher_is_better, is_primary, unit_id, finished, settings (JSON text); finite values only."""
+        frame = self.store.metrics_frame()
+        if frame.empty:
+            return frame
+        frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
+        frame["value"], frame["stderr"], frame["n"] = numeric(frame.value), numeric(frame.stderr), numeric(frame.n)
+        return frame[frame.value.notna()].sort_values(["finished", "unit_id"]).reset_index(drop=True)
+
+    def samples(self, suite: str, columns: tuple[str, ...]) -> pd.DataFrame:
+        """The cells' per-sample ``columns`` (of the samples table) for one suite, with label, task, context_length,
+        settings and unit_id; ``score`` as a finite float (else NaN), ``fields`` as a dict."""
+        key = (suite, tuple(columns))
+        if key not in self._samples:
+            frame = self.store.samples_frame(suite, columns)
+            if not frame.empty:
+                frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
+                if "score" in frame:
+                    frame["score"] = numeric(frame.score)
+                if "fields" in frame:
+                    frame["fields"] = frame.fields.map(sample_fields)
+            self._samples[key] = frame
+        return self._samples[key]
+
+    @cached_property
+    def _samples(self) -> dict:
+        return {}
+
+    def labels(self) -> list[str]:
+        return sorted(self.runs)
+
+    def families(self) -> dict[str, str]:
+        """label -> its model family (the tables' family column)."""
+        return {label: run.family for label, run in self.runs.items() if run.config is not None}
+
+    def training_lengths(self) -> dict[str, int]:
+        return {label: run.training_length for label, run in self.runs.items() if run.training_length is not None}
+
+
+def results_of(source) -> Results:
+    """A Results from a Results (itself) or a Store (read once from here on)."""
+    return source if isinstance(source, Results) else Results(source)
