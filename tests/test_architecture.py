@@ -118,6 +118,16 @@ def test_each_rule_of_the_read_model_is_written_once():
         assert [path for path, text in texts.items() if re.search(pattern, text)] == [home], pattern
 
 
+def test_drivers_are_given_what_they_need_as_arguments():
+    """A driver reads its DriverInputs and the tokenizer or model it is handed, never the run's request or a plan
+    that reaches back to the runner."""
+    reaching = re.compile(r"\bplan\.|\.request\.|\bself\.plan\b")
+    found = {str(p.relative_to(REPO)): reaching.search(p.read_text()).group()
+             for p in (PACKAGE / "suites").rglob("*.py") if reaching.search(p.read_text())}
+    assert found == {}
+    assert reaching.search("data_dir = plan.request.data_dir") and not reaching.search("self.inputs.data_dir")
+
+
 def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
     graph = import_graph()
     users = ["ccq_eval.run.runner", "ccq_eval.report.catalogue", "ccq_eval.interchange.lm_eval_results",
