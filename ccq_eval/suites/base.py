@@ -24,7 +24,7 @@ class SuiteError(BadInput):
 @dataclass(frozen=True)
 class SuiteOption:
     """A flag only this suite reads: ``--<name>`` on `ccq-eval run`. The runner parses it once (``kind`` of the
-    text, one of ``choices`` when given) and hands the driver ``plan.options[name]``, ``default`` when not given."""
+    text, one of ``choices`` when given) and hands the driver ``inputs.options[name]``, ``default`` when not given."""
 
     name: str
     help: str
