@@ -74,7 +74,6 @@ PAPER = "gla,ccq_gla,gated_deltanet,ccq_gated_deltanet,transformer"  # the five 
 
 
 def build(name: str, shapes: dict, device: str, dtype: torch.dtype):
-    import ccq_eval.models  # noqa: F401  (registers the CCQ families)
     from ccq_eval.models.registration import register_ccq_models
     from transformers import AutoConfig, AutoModelForCausalLM
 

@@ -58,10 +58,10 @@ def device_record(device) -> dict:
 
 def kernel_paths(device_type: str) -> dict[str, str]:
     """What runs each family's layers on this kind of device."""
-    from ccq_eval.catalog import CCQ_FAMILIES, FLA_FAMILIES
+    from ccq_eval.families import ccq_families, fla_families
 
     paths = {}
-    for family in (*FLA_FAMILIES.values(), *CCQ_FAMILIES.values()):
+    for family in (*fla_families().values(), *ccq_families().values()):
         if device_type == "cuda":
             paths[family.name] = family.gpu_note or TRITON
         else:

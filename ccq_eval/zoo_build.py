@@ -100,8 +100,11 @@ ZOO = {m.name: m for m in (
 
 
 def build_model(spec: ZooModel):
-    import ccq_eval.models  # noqa: F401
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ccq_eval.models import register_ccq_models
+
+    register_ccq_models()
 
     torch.manual_seed(spec.seed)
     config = AutoConfig.for_model(spec.family, **WIDTH, **FAMILY_EXTRA.get(spec.family, {}),

@@ -32,8 +32,11 @@ HOOKED_CCQ = ["delta_net", "retnet", "hgrn2"]  # training-free CCQ families (ccq
 
 def tiny_model(kind: str, **overrides):
     """A randomly initialised tiny model of a family ('gla', 'ccq_gla', 'mamba', 'gdn_hybrid', ...)."""
-    import ccq_eval.models  # noqa: F401
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ccq_eval.models import register_ccq_models
+
+    register_ccq_models()  # the CCQ families with transformers' Auto classes, as loading does
 
     base = kind.removeprefix("ccq_")
     model_type = ("ccq_" if kind.startswith("ccq_") else "") + MODEL_TYPE.get(base, base)

@@ -37,7 +37,9 @@ def import_graph() -> dict[str, set[str]]:
                 for alias in node.names:  # `from pkg import submodule` depends on the submodule
                     target = f"{base}.{alias.name}"
                     edges.add(target if target in files else base)
-        graph[name] = {e for e in edges if e in files and e != name}
+        # importing a.b.c runs a/__init__.py and a/b/__init__.py first: a cycle through a package's __init__ counts
+        parents = {".".join(e.split(".")[:i]) for e in edges for i in range(2, e.count(".") + 1)}
+        graph[name] = {e for e in edges | parents if e in files and e != name and not name.startswith(e + ".")}
     return graph
 
 

@@ -22,10 +22,11 @@ from ccq_eval.task_plugins import include_path
 def register_families() -> None:
     import fla  # noqa: F401 - registers fla's model types with transformers
 
-    import ccq_eval.models  # noqa: F401 - registers the CCQ families
+    from ccq_eval.models import register_ccq_models
     from ccq_eval.models.cpu_backend import install_cpu_backend
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
+    register_ccq_models()
     install_cpu_backend()  # dispatches on the tensors' device: CUDA tensors still reach fla's kernels
     install_growing_kv_cache()
     from lm_eval.api.registry import register_model

@@ -1,4 +1,5 @@
-"""Install ccq-eval's torch implementations (``cpu_ops``) in place of fla's Triton-only functions.
+"""Install ccq-eval's torch implementations (``models/cpu_ops.py`` for what every family shares, each family's
+``cpu_ops.py`` in its home under ``ccq_eval/families/``) in place of fla's Triton-only functions.
 
 fla binds its kernels as module-level names inside the layers and modules that call them, so the
 backend replaces those names. Each replacement dispatches on the device of its first tensor
@@ -15,76 +16,48 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import os
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-from ccq_eval.models import cpu_ops, cpu_ops_other_layers
+from ccq_eval.families import Patch, cpu_patches
 
 
-@dataclass(frozen=True)
-class PatchTarget:
-    module: str
-    symbol: str  # "name", "Class.method" or "DICT[key]"
-    replacement: Callable
-    # fla defines some names only when an optional package imports (flash-attn): absent is fine then
-    may_be_absent: bool = False
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.symbol}"
-
-
-PATCHES: tuple[PatchTarget, ...] = (
-    # GLA layer
-    PatchTarget("fla.layers.gla", "chunk_gla", cpu_ops.chunk_gla),
-    PatchTarget("fla.layers.gla", "fused_recurrent_gla", cpu_ops.fused_recurrent_gla),
-    PatchTarget("fla.layers.gla", "fused_chunk_gla", cpu_ops.fused_chunk_gla),
-    # Gated DeltaNet layer (the fused q/k/v convolution calls causal_conv1d directly)
-    PatchTarget("fla.layers.gated_deltanet", "chunk_gated_delta_rule", cpu_ops.chunk_gated_delta_rule),
-    PatchTarget("fla.layers.gated_deltanet", "fused_recurrent_gated_delta_rule",
-                cpu_ops.fused_recurrent_gated_delta_rule),
-    PatchTarget("fla.layers.gated_deltanet", "causal_conv1d", cpu_ops.causal_conv1d),
+SHARED = "ccq_eval.models.cpu_ops"
+# the fla names every family's layers share; each family's own are in its home (ccq_eval/families/, Family.patches)
+SHARED_PATCHES: tuple[Patch, ...] = (
     # ShortConvolution: prefill and the single-token cache update
-    PatchTarget("fla.modules.causal_conv1d.ops", "causal_conv1d", cpu_ops.causal_conv1d),
-    PatchTarget("fla.modules.causal_conv1d.ops", "causal_conv1d_update", cpu_ops.causal_conv1d_update),
+    Patch("fla.modules.causal_conv1d.ops", "causal_conv1d", f"{SHARED}:causal_conv1d"),
+    Patch("fla.modules.causal_conv1d.ops", "causal_conv1d_update", f"{SHARED}:causal_conv1d_update", dispatched=True),
     # norms (RMSNorm with prenorm residual; the gated output norm)
-    PatchTarget("fla.modules.norm.layernorm", "rms_norm", cpu_ops.rms_norm),
-    PatchTarget("fla.modules.norm.fused_norm_gate", "rms_norm_gated", cpu_ops.rms_norm_gated),
+    Patch("fla.modules.norm.layernorm", "rms_norm", f"{SHARED}:rms_norm"),
+    Patch("fla.modules.norm.fused_norm_gate", "rms_norm_gated", f"{SHARED}:rms_norm_gated"),
     # MLP and gate activations
-    PatchTarget("fla.modules.mlp", "swiglu", cpu_ops.swiglu),
-    PatchTarget("fla.modules.mlp", "swiglu_linear", cpu_ops.swiglu_linear),
-    PatchTarget("fla.modules.activations.ops", "ACT2FN[swish]", cpu_ops.swish),
-    PatchTarget("fla.modules.activations.ops", "ACT2FN[silu]", cpu_ops.swish),
-    PatchTarget("fla.modules.activations.ops", "ACT2FN[sigmoid]", cpu_ops.sigmoid),
+    Patch("fla.modules.mlp", "swiglu", f"{SHARED}:swiglu"),
+    Patch("fla.modules.mlp", "swiglu_linear", f"{SHARED}:swiglu_linear"),
+    Patch("fla.modules.activations.ops", "ACT2FN[swish]", f"{SHARED}:swish"),
+    Patch("fla.modules.activations.ops", "ACT2FN[silu]", f"{SHARED}:swish"),
+    Patch("fla.modules.activations.ops", "ACT2FN[sigmoid]", f"{SHARED}:sigmoid"),
     # losses
-    PatchTarget("fla.modules.fused_cross_entropy.ops", "FusedCrossEntropyLoss.forward",
-                cpu_ops.fused_cross_entropy_forward),
-    PatchTarget("fla.modules.fused_linear_cross_entropy.ops", "FusedLinearCrossEntropyLoss.forward",
-                cpu_ops.fused_linear_cross_entropy_forward),
-    # DeltaNet layer (its q/k/v convolutions are ShortConvolution, above)
-    PatchTarget("fla.layers.delta_net", "chunk_delta_rule", cpu_ops_other_layers.chunk_delta_rule),
-    PatchTarget("fla.layers.delta_net", "fused_recurrent_delta_rule", cpu_ops_other_layers.fused_recurrent_delta_rule),
-    # RetNet's multi-scale retention, every mode the layer can pick
-    PatchTarget("fla.layers.multiscale_retention", "chunk_retention", cpu_ops_other_layers.chunk_retention),
-    PatchTarget("fla.layers.multiscale_retention", "fused_chunk_retention", cpu_ops_other_layers.fused_chunk_retention),
-    PatchTarget("fla.layers.multiscale_retention", "fused_recurrent_retention", cpu_ops_other_layers.fused_recurrent_retention),
-    PatchTarget("fla.layers.multiscale_retention", "parallel_retention", cpu_ops_other_layers.parallel_retention),
-    # HGRN2 layer: GLA's read under its own names, the query activation, the fused output norm + projection
-    PatchTarget("fla.layers.hgrn2", "chunk_gla", cpu_ops.chunk_gla),
-    PatchTarget("fla.layers.hgrn2", "fused_recurrent_gla", cpu_ops.fused_recurrent_gla),
-    PatchTarget("fla.layers.hgrn2", "fused_chunk_gla", cpu_ops.fused_chunk_gla),
-    PatchTarget("fla.layers.hgrn2", "swish", cpu_ops.swish),
-    PatchTarget("fla.layers.hgrn2", "rms_norm_linear", cpu_ops_other_layers.rms_norm_linear),
-    # Mamba2's gated group RMSNorm (its selective scan and convolution run fla's torch fallback on CPU)
-    PatchTarget("fla.modules.norm.layernorm_gated", "rmsnorm_fn", cpu_ops_other_layers.rmsnorm_fn),
-    # Transformer++: flash-attn entry points (absent without flash-attn) and rotary embeddings
-    PatchTarget("fla.layers.attn", "flash_attn_func", cpu_ops.flash_attn_func),
-    PatchTarget("fla.layers.attn", "flash_attn_varlen_func", cpu_ops.flash_attn_varlen_func, may_be_absent=True),
-    PatchTarget("fla.modules.rotary.ops", "rotary_embedding", cpu_ops.rotary_embedding),
+    Patch("fla.modules.fused_cross_entropy.ops", "FusedCrossEntropyLoss.forward", f"{SHARED}:fused_cross_entropy_forward"),
+    Patch("fla.modules.fused_linear_cross_entropy.ops", "FusedLinearCrossEntropyLoss.forward",
+          f"{SHARED}:fused_linear_cross_entropy_forward"),
+    # rotary embeddings (Transformer++, Samba's attention, RetNet)
+    Patch("fla.modules.rotary.ops", "rotary_embedding", f"{SHARED}:rotary_embedding"),
 )
+
+
+def patches() -> tuple[Patch, ...]:
+    """Every name the backend replaces: the shared ones, then each family's."""
+    return (*SHARED_PATCHES, *cpu_patches())
+
+
+def replacement(patch: Patch) -> Callable:
+    module, function = patch.replacement.split(":")
+    return getattr(importlib.import_module(module), function)
+
 
 _DICT_ITEM = re.compile(r"^(\w+)\[(\w+)\]$")
 _INSTALLED = False
@@ -108,7 +81,7 @@ class BackendSymbolMissing(RuntimeError):
     """fla no longer has a symbol the CPU backend replaces (an fla upgrade moved it)."""
 
 
-def _resolve(target: PatchTarget) -> tuple[Any, str, Any]:
+def _resolve(target: Patch) -> tuple[Any, str, Any]:
     """Return (container, key, current value); the container is a module, class or dict."""
     try:
         module = importlib.import_module(target.module)
@@ -163,14 +136,41 @@ def _set(container: Any, key: str, value: Any) -> None:
         setattr(container, key, value)
 
 
+def _takes_cpu_tensors(*args, **kwargs) -> tuple[bool, str | None]:
+    """fla's backend verifier: CPU tensors, unless fla's own kernels are asked for on the CPU (Triton's interpreter)."""
+    tensor = _first_tensor(args, kwargs)
+    if tensor is None or tensor.device.type != "cpu":
+        return False, "not a CPU tensor"
+    return (False, "fla's kernels asked for on the CPU") if _FLA_ON_CPU else (True, None)
+
+
+def _register_with_fla(target: Patch, entry: Callable) -> None:
+    """The replacement as an fla backend of a dispatched entry point (fla.backends.register), chosen for CPU tensors."""
+    from fla.backends import BaseBackend, register
+
+    class CCQEvalCPUBackend(BaseBackend):
+        backend_type = "ccq_eval_cpu"  # one per entry point: fla keeps a registry per dispatched function
+        priority = 0
+
+    register(entry, backend=CCQEvalCPUBackend, verifier=_takes_cpu_tensors)(replacement(target))
+
+
+def uses_fla_dispatch(target: Patch) -> bool:
+    """A dispatched entry point is registered with fla's dispatch, unless the user turned fla's dispatch off
+    (FLA_DISABLE_BACKEND_DISPATCH=1); then its name is replaced like the others."""
+    return target.dispatched and os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1"
+
+
 def install_cpu_backend() -> None:
-    """Replace every target in ``PATCHES``; resolves all of them before changing any."""
+    """Install every target of ``patches()`` (fla's dispatch where fla dispatches the entry point, the name replaced
+    elsewhere); resolves all of them before changing any."""
     global _INSTALLED
     if _INSTALLED:
         return
-    resolved = [(target, *_resolve(target)) for target in PATCHES]
+    resolved = [(target, *_resolve(target)) for target in patches()]
     for target, container, key, current in resolved:
-        if getattr(current, "ccq_cpu_replacement", None) is not None:
-            continue
-        _set(container, key, _dispatcher(current, target.replacement, target.qualname))
+        if uses_fla_dispatch(target):
+            _register_with_fla(target, current)
+        elif getattr(current, "ccq_cpu_replacement", None) is None:
+            _set(container, key, _dispatcher(current, replacement(target), target.qualname))
     _INSTALLED = True

@@ -18,15 +18,12 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ccq_eval.catalog import FLA_FAMILIES, Family, family, family_name
+from ccq_eval.families import Family, family, family_name, fla_families
 from ccq_eval.models.capabilities import learned_positions
 from ccq_eval.models.file_limits import first_oversized, is_plain_file_name
 from ccq_eval.models.load_errors import ModelLoadError
 from ccq_eval.models.weight_shapes import check_config_against_weights
 
-# fla ops that assert on float32 inputs on CUDA (fla 0.6: ChunkDeltaRuleFunction "use bfloat16")
-FP32_REFUSED_ON_CUDA = {"delta_net": "fla's chunk_delta_rule", "ccq_delta_net": "fla's chunk_delta_rule"}
-CCQ_ATTACHABLE = tuple(f.name for f in FLA_FAMILIES.values() if f.ccq)
 
 ZOO_DIR = Path(__file__).resolve().parent.parent / "zoo"  # the shipped zoo; $CCQ_EVAL_ZOO points elsewhere
 
@@ -213,7 +210,7 @@ def _pick_dtype(dtype, device: torch.device) -> torch.dtype:
 
 
 def model_family(path: Path, raw: dict, device: torch.device, dtype: torch.dtype, ccq_overrides: dict | None) -> Family:
-    """The checkpoint's family (catalog.py), after refusing what cannot run as asked: a model_type
+    """The checkpoint's family (ccq_eval/families/), after refusing what cannot run as asked: a model_type
     neither fla nor transformers defines (remote code is never run), one without a causal-LM class,
     an fla family whose ops the CPU backend lacks, CCQ options where CCQ has no read to attach to."""
     from transformers import AutoModelForCausalLM
@@ -238,13 +235,14 @@ def model_family(path: Path, raw: dict, device: torch.device, dtype: torch.dtype
     if device.type == "cpu" and not found.cpu:
         raise ModelLoadError(f"{where}: fla's {model_type!r} runs only on fla's Triton kernels (ccq-eval's CPU "
                              "backend has no torch version of its ops); use --device cuda")
-    if device.type == "cuda" and model_type in FP32_REFUSED_ON_CUDA and dtype == torch.float32:
-        raise ModelLoadError(f"{where}: {FP32_REFUSED_ON_CUDA[model_type]} refuses float32 on CUDA; use "
+    if device.type == "cuda" and found.cuda_refuses_fp32 and dtype == torch.float32:
+        raise ModelLoadError(f"{where}: {found.cuda_refuses_fp32} refuses float32 on CUDA; use "
                              "--dtype bfloat16, or --device cpu for float32")
     if ccq_overrides and found.ccq is None:
         reason = found.no_ccq or "it has no linear-attention read"
         raise ModelLoadError(f"{where}: CCQ options do not apply to {found.name} ({reason}); they attach to "
-                             f"{', '.join(CCQ_ATTACHABLE)}; drop the --ccq-* options for this model")
+                             f"{', '.join(f.name for f in fla_families().values() if f.ccq)}; drop the --ccq-* "
+                             "options for this model")
     return found
 
 

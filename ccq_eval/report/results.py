@@ -49,8 +49,8 @@ class LabelRun:
 
     @property
     def family(self) -> str:
-        """The model family as tables show it (catalog.family_name); "" without a config."""
-        from ccq_eval.catalog import family_name
+        """The model family as tables show it (families.family_name); "" without a config."""
+        from ccq_eval.families import family_name
 
         return family_name(self.config) if self.config is not None else ""
 

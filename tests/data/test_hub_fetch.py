@@ -306,8 +306,10 @@ def independent_perplexity(model_dir: Path, env: dict, length: int, count: int) 
     import torch.nn.functional as F
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import ccq_eval.models  # noqa: F401
+    from ccq_eval.models import register_ccq_models
     from ccq_eval.models.cpu_backend import install_cpu_backend
+
+    register_ccq_models()
 
     install_cpu_backend()
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ccq_eval.families.gated_deltanet import cpu_ops as gdn_ops
+from ccq_eval.families.gla import cpu_ops as gla_ops
 from ccq_eval.models import cpu_ops
 
 B, T, H, D = 2, 80, 2, 16  # T > 64: more than one chunk, and a ragged last chunk
@@ -62,7 +64,7 @@ def test_chunk_gla(packed, with_state):
     inputs = {"q": q, "k": k, "v": v, "g": g,
               "initial_state": torch.randn(n, H, D, D) if with_state else None}
     kwargs = {"output_final_state": True, "cu_seqlens": PACKED if packed else None}
-    assert_close(run_both(chunk_gla, cpu_ops.chunk_gla, inputs, ("q", "k", "v", "g")
+    assert_close(run_both(chunk_gla, gla_ops.chunk_gla, inputs, ("q", "k", "v", "g")
                           + (("initial_state",) if with_state else ()), **kwargs))
 
 
@@ -72,7 +74,7 @@ def test_fused_recurrent_gla_decoding_step():
     q, k, v = qkv(length=1)
     gk = torch.nn.functional.logsigmoid(torch.randn(B, 1, H, D))
     inputs = {"q": q, "k": k, "v": v, "gk": gk, "initial_state": torch.randn(B, H, D, D)}
-    assert_close(run_both(fused_recurrent_gla, cpu_ops.fused_recurrent_gla, inputs, ("q", "k", "v"),
+    assert_close(run_both(fused_recurrent_gla, gla_ops.fused_recurrent_gla, inputs, ("q", "k", "v"),
                           output_final_state=True))
 
 
@@ -86,7 +88,7 @@ def test_chunk_gated_delta_rule(packed):
     inputs = {"q": q, "k": torch.nn.functional.normalize(k, dim=-1), "v": v,
               "g": torch.nn.functional.logsigmoid(torch.randn(batch, length, H)) / 4,
               "beta": torch.rand(batch, length, H).sigmoid(), "initial_state": torch.randn(n, H, D, D)}
-    assert_close(run_both(chunk_gated_delta_rule, cpu_ops.chunk_gated_delta_rule, inputs,
+    assert_close(run_both(chunk_gated_delta_rule, gdn_ops.chunk_gated_delta_rule, inputs,
                           ("q", "k", "v", "g", "beta", "initial_state"), output_final_state=True,
                           cu_seqlens=PACKED if packed else None))
 
@@ -98,7 +100,7 @@ def test_fused_recurrent_gated_delta_rule_decoding_step():
     inputs = {"q": q, "k": torch.nn.functional.normalize(k, dim=-1), "v": v,
               "g": torch.nn.functional.logsigmoid(torch.randn(B, 1, H)), "beta": torch.rand(B, 1, H),
               "initial_state": torch.randn(B, H, D, D)}
-    results = run_both(fused_recurrent_gated_delta_rule, cpu_ops.fused_recurrent_gated_delta_rule, inputs, (),
+    results = run_both(fused_recurrent_gated_delta_rule, gdn_ops.fused_recurrent_gated_delta_rule, inputs, (),
                        output_final_state=True)
     for a, b in zip(results[1][0], results[0][0]):  # fla's recurrent kernel has no backward: forward only
         assert rel(a, b) < 2e-5
@@ -135,16 +137,16 @@ def test_short_convolution_norms_and_activations():
     assert_close(run_both(swiglu, cpu_ops.swiglu, {"x": torch.randn(B, T, D), "y": torch.randn(B, T, D)}, ("x", "y")))
 
 
-# --- the other families' ops (cpu_ops_other_layers) ------------------------------------------------------------
+# --- the other families' ops (their homes' cpu_ops.py) ------------------------------------------------------------
 
 def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
     from fla.ops.delta_rule import fused_recurrent_delta_rule
 
-    from ccq_eval.models import cpu_ops_other_layers
+    from ccq_eval.families.delta_net import cpu_ops as delta_ops
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "beta": torch.rand(B, T, H), "initial_state": torch.randn(B, H, D, D)}
-    assert_close(run_both(fused_recurrent_delta_rule, cpu_ops_other_layers.fused_recurrent_delta_rule, inputs, (),
+    assert_close(run_both(fused_recurrent_delta_rule, delta_ops.fused_recurrent_delta_rule, inputs, (),
                           output_final_state=True, use_qk_l2norm_in_kernel=True))
 
 
@@ -158,10 +160,10 @@ def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
 def test_retention(name):
     import fla.ops.retention as fla_retention
 
-    from ccq_eval.models import cpu_ops_other_layers
+    from ccq_eval.families.retnet import cpu_ops as retnet_ops
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "initial_state": torch.randn(B, H, D, D)}
     grads = ("q", "k", "v") if name == "chunk_retention" else ()
-    assert_close(run_both(getattr(fla_retention, name), getattr(cpu_ops_other_layers, name), inputs, grads,
+    assert_close(run_both(getattr(fla_retention, name), getattr(retnet_ops, name), inputs, grads,
                           output_final_state=True))

@@ -1,26 +1,32 @@
 """Each CPU replacement against a reference written here: per-position recurrences and direct formulas
 that share no code with ccq_eval.models.cpu_ops."""
 
+import inspect
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from ccq_eval.families.gated_deltanet import cpu_ops as gdn_ops
+from ccq_eval.families.gla import cpu_ops as gla_ops
+from ccq_eval.families.transformer import cpu_ops as attn_ops
 from ccq_eval.models import cpu_ops
-from ccq_eval.models.cpu_backend import PATCHES, _dispatcher, _resolve
+from ccq_eval.models.cpu_backend import _dispatcher, _resolve, patches, replacement
 
 f64 = torch.float64
 
 
-def test_every_patch_target_exists():
+def test_every_patch_target_exists_and_every_replacement_imports():
     missing = []
-    for target in PATCHES:
+    for target in patches():
         try:
             _resolve(target)
         except RuntimeError:
             missing.append(target.qualname)
+        assert callable(replacement(target)), target.replacement
     assert not missing, f"fla moved these symbols the CPU backend replaces: {missing}"
+    assert len(patches()) == 32 and len({p.qualname for p in patches()}) == 32  # the shared ones and each family's
 
 
 def test_installed_dispatchers_take_the_cpu_path_only_for_cpu_tensors():
@@ -31,7 +37,7 @@ def test_installed_dispatchers_take_the_cpu_path_only_for_cpu_tensors():
     assert calls == ["cpu", "fla"]
     import fla.layers.gla
 
-    assert fla.layers.gla.chunk_gla.ccq_cpu_replacement is cpu_ops.chunk_gla
+    assert fla.layers.gla.chunk_gla.ccq_cpu_replacement is gla_ops.chunk_gla
     assert fla.layers.gla.chunk_gla.ccq_cpu_original.__module__.startswith("fla.")
 
 
@@ -60,18 +66,18 @@ def test_chunk_gla_against_recurrence(T):
     q, k, v, g = _gla_inputs(2, T)
     h0 = torch.randn(2, 2, 8, 6, dtype=f64)
     ref_o, ref_S = gla_recurrence(q, k, v, g, 8 ** -0.5, h0)
-    o, S = cpu_ops.chunk_gla(q, k, v, g, initial_state=h0.transpose(-1, -2), output_final_state=True,
+    o, S = gla_ops.chunk_gla(q, k, v, g, initial_state=h0.transpose(-1, -2), output_final_state=True,
                              state_v_first=True)
     torch.testing.assert_close(o, ref_o)
     torch.testing.assert_close(S.double().transpose(-1, -2), ref_S, rtol=1e-6, atol=1e-6)  # states are fp32
-    o2, _ = cpu_ops.fused_recurrent_gla(q, k, v, gk=g, initial_state=h0.transpose(-1, -2), state_v_first=True)
+    o2, _ = gla_ops.fused_recurrent_gla(q, k, v, gk=g, initial_state=h0.transpose(-1, -2), state_v_first=True)
     torch.testing.assert_close(o2, ref_o)
 
 
 def test_chunk_gla_survives_decay_that_would_overflow_a_factorised_form():
     q, k, v, _ = _gla_inputs(1, 64)
     g = torch.full_like(q, -30.0)  # exp(30 * 16) overflows any exp(-G_j) factor
-    o, _ = cpu_ops.chunk_gla(q, k, v, g)
+    o, _ = gla_ops.chunk_gla(q, k, v, g)
     ref, _ = gla_recurrence(q, k, v, g, 8 ** -0.5)
     assert torch.isfinite(o).all()
     torch.testing.assert_close(o, ref)
@@ -81,7 +87,7 @@ def test_chunk_gla_varlen():
     lengths = [5, 40, 17]
     q, k, v, g = _gla_inputs(1, sum(lengths))
     cu = torch.tensor([0, 5, 45, 62])
-    o, S = cpu_ops.chunk_gla(q, k, v, g, output_final_state=True, cu_seqlens=cu)
+    o, S = gla_ops.chunk_gla(q, k, v, g, output_final_state=True, cu_seqlens=cu)
     for i in range(3):
         s = slice(cu[i], cu[i + 1])
         ref_o, ref_S = gla_recurrence(q[:, s], k[:, s], v[:, s], g[:, s], 8 ** -0.5)
@@ -117,7 +123,7 @@ def test_chunk_gated_delta_rule_against_recurrence(T):
     beta = torch.rand(B, T, H, dtype=f64)
     h0 = torch.randn(B, H, K, V, dtype=f64)
     ref_o, ref_S = gdn_recurrence(q, k, v, g, beta, K ** -0.5, h0)
-    o, S = cpu_ops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0.transpose(-1, -2),
+    o, S = gdn_ops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0.transpose(-1, -2),
                                           output_final_state=True, state_v_first=True)
     torch.testing.assert_close(o, ref_o)
     torch.testing.assert_close(S.double().transpose(-1, -2), ref_S, rtol=1e-5, atol=1e-5)
@@ -135,7 +141,7 @@ def test_gated_delta_rule_in_kernel_options_and_grouped_values():
     g = -A_log.exp() * torch.log1p((a + dt_bias).exp())
     beta = 2 * torch.sigmoid(b)
     ref_o, _ = gdn_recurrence(qn.repeat_interleave(2, 2), kn.repeat_interleave(2, 2), v, g, beta, K ** -0.5)
-    for fn in (cpu_ops.chunk_gated_delta_rule, cpu_ops.fused_recurrent_gated_delta_rule):
+    for fn in (gdn_ops.chunk_gated_delta_rule, gdn_ops.fused_recurrent_gated_delta_rule):
         o, _ = fn(q=q, k=k, v=v, g=a, beta=b, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, A_log=A_log,
                   dt_bias=dt_bias, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
         torch.testing.assert_close(o, ref_o)
@@ -146,7 +152,7 @@ def test_gated_delta_rule_varlen():
     cu = torch.tensor([0, 30, 31, 100])
     q, k = _unit(torch.randn(B, 100, H, K, dtype=f64)), _unit(torch.randn(B, 100, H, K, dtype=f64))
     v, g, beta = torch.randn(B, 100, H, V, dtype=f64), -torch.rand(B, 100, H, dtype=f64), torch.rand(B, 100, H, dtype=f64)
-    o, _ = cpu_ops.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu)
+    o, _ = gdn_ops.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu)
     for i in range(3):
         s = slice(cu[i], cu[i + 1])
         torch.testing.assert_close(o[:, s], gdn_recurrence(q[:, s], k[:, s], v[:, s], g[:, s], beta[:, s], K ** -0.5)[0])
@@ -280,14 +286,14 @@ def test_flash_attn_func(Tq, Tk, window):
     q = torch.randn(2, Tq, 4, 8, dtype=f64)
     k, v = torch.randn(2, Tk, 2, 8, dtype=f64), torch.randn(2, Tk, 2, 8, dtype=f64)  # grouped-query: 2 kv heads
     ws = (-1, -1) if window is None else (window, 0)
-    torch.testing.assert_close(cpu_ops.flash_attn_func(q, k, v, causal=True, window_size=ws),
+    torch.testing.assert_close(attn_ops.flash_attn_func(q, k, v, causal=True, window_size=ws),
                                attention_loop(q, k, v, window))
 
 
 def test_flash_attn_varlen_func():
     q, k, v = (torch.randn(9, 2, 4, dtype=f64) for _ in range(3))
     cu = torch.tensor([0, 4, 9])
-    out = cpu_ops.flash_attn_varlen_func(q, k, v, cu, cu, 5, 5, causal=True)
+    out = attn_ops.flash_attn_varlen_func(q, k, v, cu, cu, 5, 5, causal=True)
     for s in (slice(0, 4), slice(4, 9)):
         torch.testing.assert_close(out[s], attention_loop(q[None, s], k[None, s], v[None, s])[0])
 
@@ -322,3 +328,28 @@ def test_rotary_offsets_and_packing():
     out = cpu_ops.rotary_embedding(packed, cos, sin, cu_seqlens=torch.tensor([0, 2, 5]))
     torch.testing.assert_close(out[:, :2], rotate_reference(packed[:, :2], range(0, 2)))
     torch.testing.assert_close(out[:, 2:], rotate_reference(packed[:, 2:], range(0, 3)))
+
+
+def test_a_dispatched_entry_point_runs_through_flas_own_dispatch(monkeypatch):
+    """fla dispatches causal_conv1d_update itself: the CPU version is registered as an fla backend for CPU tensors,
+    fla's name stays fla's, and inside fla_kernels_on_cpu (Triton's interpreter) fla's own kernel is chosen."""
+    import fla.backends
+    import fla.modules.causal_conv1d.ops as conv_ops
+
+    from ccq_eval.models import cpu_backend
+
+    cpu_backend.install_cpu_backend()
+    assert getattr(conv_ops.causal_conv1d_update, "ccq_cpu_replacement", None) is None  # not replaced: dispatched
+    registry = fla.backends._function_registries[inspect.unwrap(conv_ops.causal_conv1d_update)]
+    assert [b.backend_type for b in registry._get_sorted_backends()] == ["ccq_eval_cpu"]
+    x, weight = torch.randn(2, 1, 3, dtype=f64), torch.randn(3, 4, dtype=f64)
+    cache = torch.randn(2, 3, 4, dtype=f64)
+    y, _ = conv_ops.causal_conv1d_update(x, cache.clone(), weight=weight, activation="silu")
+    expected, _ = cpu_ops.causal_conv1d_update(x, cache.clone(), weight=weight, activation="silu")
+    assert torch.equal(y, expected)
+    assert cpu_backend._takes_cpu_tensors(x) == (True, None)
+    assert cpu_backend._takes_cpu_tensors(torch.zeros(1, device="meta"))[0] is False
+    with cpu_backend.fla_kernels_on_cpu():
+        assert cpu_backend._takes_cpu_tensors(x)[0] is False
+    monkeypatch.setenv("FLA_DISABLE_BACKEND_DISPATCH", "1")  # fla's dispatch turned off: the name is replaced instead
+    assert not cpu_backend.uses_fla_dispatch(next(p for p in cpu_backend.patches() if p.dispatched))

@@ -20,7 +20,7 @@ from ccq_eval.report.reference import REPORTED
 from ccq_eval.report.table import Table
 from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
-from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+from ccq_eval.families import cache_bytes
 
 # suites whose primary score is retrieval accuracy (%), and the name of their mean in the table and figure
 RETRIEVAL_SUITES = {"sniah": "S-NIAH", "multi_niah": "multi-NIAH"}
@@ -33,10 +33,7 @@ def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | Non
     that lacks the fields: a hand-made or ingested store)."""
     if config_and_dtype is None:
         return None
-    try:
-        return analytic_cache_bytes(config_and_dtype[0], length, config_and_dtype[1])
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return None
+    return cache_bytes(config_and_dtype[0], length, config_and_dtype[1])
 
 
 def mean_column(suite: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import torch
 
-from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+from ccq_eval.families import cache_bytes
 from ccq_eval.suites.efficiency.measure import hardware, measure_once
 from ccq_eval.suites.driver import Driver
 from ccq_eval.suites.outcomes import Metric, UnitOutcome
@@ -41,7 +41,7 @@ class EfficiencyDriver(Driver):
         measure_once(model, ids, DECODE_STEPS)  # warm-up: kernels compiled and tuned, buffers grown
         repeats = [measure_once(model, ids, DECODE_STEPS) for _ in range(self.inputs.samples)]
         provenance = evaluand.provenance
-        analytic = analytic_cache_bytes(provenance["config"], unit.context_length, provenance["dtype"])
+        analytic = cache_bytes(provenance["config"], unit.context_length, provenance["dtype"])
         prefill = [unit.context_length / r.prefill_s for r in repeats]
         decode = [DECODE_STEPS / r.decode_s for r in repeats]
         n = len(repeats)

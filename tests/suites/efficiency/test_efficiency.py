@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ccq_eval.cli import main
-from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+from ccq_eval.families import cache_bytes as analytic_cache_bytes
 from ccq_eval.suites.efficiency.measure import cache_bytes, measure_once
 from tests.helpers import save_checkpoint, tiny_model
 

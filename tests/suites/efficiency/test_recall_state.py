@@ -11,7 +11,7 @@ import pytest
 from ccq_eval.cli import main
 from ccq_eval.report.catalogue import draw_figure, render_table
 from ccq_eval.store import Store
-from ccq_eval.suites.efficiency.analytic import analytic_cache_bytes
+from ccq_eval.families import cache_bytes as analytic_cache_bytes
 
 MIB = 1 << 20
 

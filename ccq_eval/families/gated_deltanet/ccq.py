@@ -41,3 +41,6 @@ class CCQGatedDeltaNetForCausalLM(GatedDeltaNetForCausalLM):
     def __init__(self, config: CCQGatedDeltaNetConfig):
         super().__init__(config)
         attach_to_layers(self.model, GatedDeltaNet, CCQGatedDeltaNet, config)
+
+
+CCQ_MODELS = (CCQGatedDeltaNetConfig, CCQGatedDeltaNetModel, CCQGatedDeltaNetForCausalLM)  # registered with transformers

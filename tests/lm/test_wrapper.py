@@ -1,18 +1,16 @@
-"""The generic lm-eval adapter on its own (no suite): prompt keys without padding, the per-row stop predicate,
-the budget and decoding hooks held for one block only, the refusal to truncate, ``eos_strings``, and the
-answer NLLs scored from the decoding prefill against lm-eval's loglikelihood, their reference."""
+"""lm/wrapper.py's CCQEvalLM on its own (no suite): it implements the adapter interface, holds the budget and the
+decoding hooks for one block only, refuses to truncate, ends generation at ``eos_strings``, and scores the answers'
+NLL from the decoding prefill equal to lm-eval's loglikelihood, their reference."""
 
 from __future__ import annotations
 
 import pytest
-import torch
 from lm_eval.api.instance import Instance
 
 from ccq_eval.lm.adapter import ModelAdapter
-from ccq_eval.lm.decoding import DecodingHooks, PredicateStop, prompt_rows
+from ccq_eval.lm.decoding import DecodingHooks
 from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong
 from ccq_eval.models import load_model
-from tests.helpers import byte_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -24,25 +22,6 @@ def lm():
 def generate(lm, prompts, tokens=8):
     gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": tokens, "until": []}
     return lm.generate_until([Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)])
-
-
-def test_prompt_rows_drop_each_rows_left_padding():
-    context = torch.tensor([[0, 0, 5, 6], [7, 8, 9, 10]])
-    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
-    assert prompt_rows(context, mask) == [(5, 6), (7, 8, 9, 10)]
-    assert prompt_rows(context, None) == [(0, 0, 5, 6), (7, 8, 9, 10)]
-
-
-def test_a_predicate_stops_its_row_once_it_holds_and_counts_the_steps():
-    tokenizer = byte_tokenizer()
-    hooks = DecodingHooks()
-    prompt = tokenizer("ab", add_special_tokens=False)["input_ids"]
-    stop = PredicateStop(tokenizer, len(prompt), [lambda text: "42" in text, None], hooks)
-    rows = lambda text: torch.tensor([prompt + tokenizer(text, add_special_tokens=False)["input_ids"]] * 2)  # noqa: E731
-    assert stop(rows("4"), None).tolist() == [False, False]
-    assert stop(rows("42"), None).tolist() == [True, False]  # the row without a predicate never stops
-    assert stop(rows("421"), None).tolist() == [True, False]  # a stopped row stays stopped, not asked again
-    assert hooks.decode_steps == 2
 
 
 def test_the_real_adapter_implements_the_interface(lm):

@@ -1,4 +1,5 @@
-"""CCQ-GLA: fla's GLA with the curvature-conditioned read. Only the attention layer's read changes."""
+"""CCQ-GLA: fla's GLA with the curvature-conditioned read, trained as its own model (the paper's). Only the attention
+layer's read changes."""
 
 from __future__ import annotations
 
@@ -41,3 +42,6 @@ class CCQGLAForCausalLM(GLAForCausalLM):
     def __init__(self, config: CCQGLAConfig):
         super().__init__(config)
         attach_to_layers(self.model, GatedLinearAttention, CCQGatedLinearAttention, config)
+
+
+CCQ_MODELS = (CCQGLAConfig, CCQGLAModel, CCQGLAForCausalLM)  # what transformers registers (models/registration.py)

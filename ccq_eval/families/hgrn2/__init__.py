@@ -1,0 +1,18 @@
+"""HGRN2 (fla's ``hgrn2``) and training-free CCQ on it, ``ccq_hgrn2`` (ccq.py). Its read is GLA's under its own
+names; its query activation and fused output norm + projection run on a CPU through cpu_ops.py."""
+
+from __future__ import annotations
+
+from ccq_eval.families.base import Family, Patch
+
+GLA_OPS = "ccq_eval.families.gla.cpu_ops"
+
+FAMILY = Family(
+    model_type="hgrn2", name="HGRN2", cpu=True, ccq="ccq_hgrn2", ccq_name="CCQ-HGRN2",
+    ccq_models="ccq_eval.families.hgrn2.ccq", training_free=True, doc_note="CCQ reads the key `1 - f_t`",
+    patches=(Patch("fla.layers.hgrn2", "chunk_gla", f"{GLA_OPS}:chunk_gla"),
+             Patch("fla.layers.hgrn2", "fused_recurrent_gla", f"{GLA_OPS}:fused_recurrent_gla"),
+             Patch("fla.layers.hgrn2", "fused_chunk_gla", f"{GLA_OPS}:fused_chunk_gla"),
+             Patch("fla.layers.hgrn2", "swish", "ccq_eval.models.cpu_ops:swish"),
+             Patch("fla.layers.hgrn2", "rms_norm_linear", "ccq_eval.families.hgrn2.cpu_ops:rms_norm_linear")),
+)
