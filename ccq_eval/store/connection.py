@@ -157,6 +157,30 @@ class Connection:
             raise self._unreadable(exc) from exc
 
 
+class Part:
+    """One part of a store (its reads, its writes, its merging), over the store's one connection."""
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        return self.connection.db
+
+    @property
+    def path(self) -> str:
+        return self.connection.path
+
+    def transaction(self):
+        return self.connection.transaction()
+
+    def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        return self.connection.query(sql, params)
+
+    def frame(self, sql: str, params: tuple = ()):
+        return self.connection.frame(sql, params)
+
+
 class Transaction:
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (a killed process rolls back by itself)."""
 

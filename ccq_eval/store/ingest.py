@@ -4,11 +4,16 @@ result per unit key is kept, and rows that fail checks.py are refused with the r
 from __future__ import annotations
 
 from ccq_eval.store.checks import untrusted_run, untrusted_unit
+from ccq_eval.store.connection import Part
 from ccq_eval.store.writes import Writes, writes
 
 
-class Ingest(Writes):
-    """The merge half of Store (a Connection)."""
+class Ingest(Part):
+    """Merging another store into a store, through its writes (one complete result per unit key)."""
+
+    def __init__(self, connection, store_writes: Writes):
+        super().__init__(connection)
+        self.writes = store_writes
 
     @writes
     def ingest(self, other, known_task=None) -> tuple[int, int, int, list[str]]:
@@ -24,7 +29,7 @@ class Ingest(Writes):
                     refused.append(f"run {run['id']} {why}")
                     continue
                 if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
-                    self._insert("runs", run)
+                    self.writes.insert("runs", run)
                     added_runs += 1
                 for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],))):
                     unknown = known_task is not None and not known_task(unit["suite"], unit["task"])
@@ -48,11 +53,11 @@ class Ingest(Writes):
         if (why := untrusted_unit(other, unit)) is not None:
             return why
         unit = {k: v for k, v in unit.items() if k != "reused_from"}  # what it reuses is decided here
-        if unit["status"] == "complete" and self._computed_for_key(unit["unit_key"]):
-            kept = self._reuse_or_hold(unit, run["label"], run["model_spec"])
+        if unit["status"] == "complete" and self.writes.computed_for_key(unit["unit_key"]):
+            kept = self.writes.reuse_or_hold(unit, run["label"], run["model_spec"])
             return "added" if kept.unit_id else "complete elsewhere"
-        self._insert("units", unit)
+        self.writes.insert("units", unit)
         for table in ("metrics", "samples"):
             for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (unit["id"],)):
-                self._insert(table, dict(row))
+                self.writes.insert(table, dict(row))
         return "added"

@@ -3,6 +3,7 @@ for the report), so no other module writes SQL."""
 
 from __future__ import annotations
 
+from ccq_eval.store.connection import Part
 from ccq_eval.store.rows import MetricRow, RunBundle, RunRow, SampleRow, UnitBundle, UnitRow
 from ccq_eval.store.schema import schema_columns
 
@@ -14,8 +15,8 @@ def _in(values) -> str:
     return f"({', '.join('?' * len(values))})"
 
 
-class Reads:
-    """The read half of Store (a Connection)."""
+class Reads(Part):
+    """The named reads of a store."""
 
     def runs(self) -> list[RunRow]:
         """Every run, oldest first, with how many units it stored and how many of them are complete."""

@@ -9,6 +9,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import NamedTuple
 
+from ccq_eval.store.connection import Part
 from ccq_eval.store.errors import RunDeleted, StoreWriteError
 
 
@@ -46,16 +47,16 @@ class Written(NamedTuple):
     reused_from: str | None = None
 
 
-class Writes:
-    """The write half of Store (a Connection). One computed result per unit key; a label that asks for a key
+class Writes(Part):
+    """The writes of a store. One computed result per unit key; a label that asks for a key
     another label's run computed holds a unit of its own that reuses that result (``reused_from``: the metric
     rows and samples copied under its label), so every label shows its whole row and nothing is computed twice."""
 
-    def _insert(self, table: str, row: dict) -> None:
+    def insert(self, table: str, row: dict) -> None:
         self.db.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                         tuple(row.values()))
 
-    def _computed_for_key(self, unit_key: str) -> list[str]:
+    def computed_for_key(self, unit_key: str) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM units WHERE unit_key = ? AND status = 'complete' "
                                               "AND reused_from IS NULL ORDER BY rowid", (unit_key,))]
 
@@ -96,12 +97,12 @@ class Writes:
         self._copy_result(source_id, unit_id, unit["run_id"], label, model)
         return unit_id
 
-    def _reuse_or_hold(self, unit: dict, label: str, model: str) -> Written | None:
+    def reuse_or_hold(self, unit: dict, label: str, model: str) -> Written | None:
         """When the key's result exists: this label's unit reusing it, or nothing if the label holds one already."""
         held = self._held_by_label(unit["unit_key"], label)
         if held:
             return Written(None, held[0])
-        computed = self._computed_for_key(unit["unit_key"])
+        computed = self.computed_for_key(unit["unit_key"])
         if computed:
             return Written(self._insert_reuse(unit, computed[0], label, model), computed[0])
         return None
@@ -110,7 +111,7 @@ class Writes:
     def begin_run(self, run: dict) -> str:
         run = {**run, "id": run.get("id") or new_id(), "started": run.get("started") or now(), "status": "running"}
         with self.transaction():
-            self._insert("runs", _run_row(run))
+            self.insert("runs", _run_row(run))
         return run["id"]
 
     @writes
@@ -124,7 +125,7 @@ class Writes:
         Written(None, None) when the key has no result (it must be computed)."""
         with self.transaction():
             label, model = self._run_names(unit["run_id"])
-            return self._reuse_or_hold(unit, label, model) or Written(None, None)
+            return self.reuse_or_hold(unit, label, model) or Written(None, None)
 
     @writes
     def write_unit(self, unit: dict, metrics: list[dict], samples: list[dict], replace: bool = False) -> Written:
@@ -134,7 +135,7 @@ class Writes:
         and every other label's unit of the key then holds the new one."""
         with self.transaction():  # BEGIN IMMEDIATE: the check and the insert see no other writer between them
             label, model = self._run_names(unit["run_id"])
-            if unit["status"] == "complete" and not replace and (kept := self._reuse_or_hold(unit, label, model)):
+            if unit["status"] == "complete" and not replace and (kept := self.reuse_or_hold(unit, label, model)):
                 return kept
             unit_id = unit.get("id") or new_id()
             others = self._drop_for_replace(unit["unit_key"], label) if unit["status"] == "complete" else []
@@ -167,10 +168,10 @@ class Writes:
         run = {**run, "finished": run.get("finished") or run["started"], "status": "complete"}
         added = skipped = 0
         with self.transaction():
-            self._insert("runs", _run_row(run))
+            self.insert("runs", _run_row(run))
             for unit, metrics, samples in units:
                 unit = {**unit, "run_id": run["id"]}
-                kept = self._reuse_or_hold(unit, run["label"], run["model_spec"])
+                kept = self.reuse_or_hold(unit, run["label"], run["model_spec"])
                 if kept is None:
                     self._insert_unit(new_id(), unit, metrics, samples)
                 added, skipped = (added + 1, skipped) if kept is None or kept.unit_id else (added, skipped + 1)
