@@ -257,7 +257,7 @@ def test_ingest_refuses_what_the_runner_never_writes(tmp_path, capsys, damage, s
     and named; the rest comes over, and tables / curves keep working on the target."""
     import shutil
 
-    from tests.run.test_hostile_inputs_keep_store_rows import FIXTURE_STORE
+    from tests.run.test_runner_hostile_inputs_keep_store_rows import FIXTURE_STORE
 
     source = tmp_path / "src.db"
     shutil.copy(FIXTURE_STORE, source)
@@ -298,7 +298,7 @@ def test_nan_weights_on_the_lm_eval_engine_fail_their_units(tmp_path):
 def test_ingest_of_a_good_then_a_truncated_source_merges_nothing(tmp_path, capsys):
     import shutil
 
-    from tests.run.test_hostile_inputs_keep_store_rows import FIXTURE_STORE
+    from tests.run.test_runner_hostile_inputs_keep_store_rows import FIXTURE_STORE
 
     good, cut = tmp_path / "good.db", tmp_path / "cut.db"
     shutil.copy(FIXTURE_STORE, good)
