@@ -9,12 +9,13 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build; this one is the CPU wheel.
-# Then everything at the exact versions of constraints.txt (pyproject.toml holds only ranges).
+# Then everything at the exact versions of constraints.txt (pyproject.toml holds only ranges). Quiet: setuptools'
+# note on every editable install whose folders map elsewhere (tasks/ -> ccq_eval.tasks) is information, not a fault.
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q torch==2.13.0
-	@$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	@touch $(STAMP)
 
 # Rewrite the lock from what .venv holds (after changing a range in pyproject.toml and installing)

@@ -65,7 +65,7 @@ def kernel_paths(device_type: str) -> dict[str, str]:
         if device_type == "cuda":
             paths[family.name] = family.gpu_note or TRITON
         else:
-            paths[family.name] = CPU_BACKEND if family.cpu else "none on the CPU: needs CUDA"
+            paths[family.name] = (family.cpu_note or CPU_BACKEND) if family.cpu else "none on the CPU: needs CUDA"
     paths["transformers' models (Llama, GPT-2, ...)"] = "PyTorch (transformers)"
     return paths
 

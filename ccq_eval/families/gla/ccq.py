@@ -7,16 +7,8 @@ from fla.layers import gla as fla_gla_layer
 from fla.layers.gla import GatedLinearAttention
 from fla.models.gla import GLAConfig, GLAForCausalLM, GLAModel
 
-from ccq_eval.models.ccq_read import attach_to_layers, set_ccq_fields
+from ccq_eval.models.ccq_classes import ccq_family_classes
 from ccq_eval.models.ccq_read_hook import HookedCCQLayer
-
-
-class CCQGLAConfig(GLAConfig):
-    model_type = "ccq_gla"
-
-    def __init__(self, **kwargs):
-        set_ccq_fields(self, kwargs)  # use_ccq, ccq_gate_bias_init, ccq_weighting, ccq_fixed_lambda, ccq_sigma_scale
-        super().__init__(**kwargs)
 
 
 class CCQGatedLinearAttention(HookedCCQLayer, GatedLinearAttention):
@@ -26,22 +18,9 @@ class CCQGatedLinearAttention(HookedCCQLayer, GatedLinearAttention):
     (S, CCQState)."""
 
     READ_MODULE, READS = fla_gla_layer, ("chunk_gla", "fused_recurrent_gla", "fused_chunk_gla")
+    HEAD_DIM = "head_k_dim"
 
 
-class CCQGLAModel(GLAModel):
-    config_class = CCQGLAConfig
-
-    def __init__(self, config: CCQGLAConfig):
-        super().__init__(config)
-        attach_to_layers(self, GatedLinearAttention, CCQGatedLinearAttention, config)
-
-
-class CCQGLAForCausalLM(GLAForCausalLM):
-    config_class = CCQGLAConfig
-
-    def __init__(self, config: CCQGLAConfig):
-        super().__init__(config)
-        attach_to_layers(self.model, GatedLinearAttention, CCQGatedLinearAttention, config)
-
-
-CCQ_MODELS = (CCQGLAConfig, CCQGLAModel, CCQGLAForCausalLM)  # what transformers registers (models/registration.py)
+# CCQGLAConfig, CCQGLAModel, CCQGLAForCausalLM: what transformers registers (models/registration.py)
+CCQ_MODELS = CCQGLAConfig, CCQGLAModel, CCQGLAForCausalLM = ccq_family_classes(
+    "ccq_gla", GLAConfig, GLAModel, GLAForCausalLM, GatedLinearAttention, CCQGatedLinearAttention)
