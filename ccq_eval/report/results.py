@@ -72,26 +72,56 @@ class Cell:
 class Results:
     """A store as the report reads it: ``cells`` (Cell -> its unit, store.rows.UnitRow), ``runs`` (label ->
     LabelRun), ``metrics`` (a frame of the cells' metric rows), ``samples(suite, columns)`` (a frame of the cells'
-    sample rows). Reads the store once per part, when first asked."""
+    sample rows); for the report's pages every run (``run_rows``), the failed units, and a unit's own metric rows and
+    samples. Reads the store once per part, when first asked."""
 
     def __init__(self, store):
         self.store = store
 
     @cached_property
+    def run_rows(self) -> list:
+        """Every run (store.rows.RunRow with its unit counts), oldest first."""
+        return self.store.runs()
+
+    @cached_property
+    def unit_rows(self) -> list:
+        """Every unit (store.rows.UnitRow), complete or failed, in the order they were stored."""
+        return self.store.units()
+
+    @cached_property
     def runs(self) -> dict[str, LabelRun]:
         latest = {}
-        for run in self.store.runs():  # oldest first: the latest run of a label wins
+        for run in self.run_rows:  # oldest first: the latest run of a label wins
             config = run.model_config if isinstance(run.model_config, dict) else None
             latest[run.label] = LabelRun(run.label, run.id, run.model_spec, config, run.dtype)
         return latest
 
     @cached_property
     def cells(self) -> dict[Cell, object]:
-        label_of = {run.id: run.label for run in self.store.runs()}
+        label_of = {run.id: run.label for run in self.run_rows}
+        complete = [u for u in self.unit_rows if u.status == "complete"]
         latest = {}
-        for unit in sorted(self.store.units(status="complete"), key=lambda u: (u.finished or "", u.id)):
+        for unit in sorted(complete, key=lambda u: (u.finished or "", u.id)):
             latest[Cell(label_of[unit.run_id], unit.suite, unit.task, unit.context_length)] = unit
         return latest
+
+    def failed_units(self) -> list:
+        return [u for u in self.unit_rows if u.status == "failed"]
+
+    @cached_property
+    def _metric_rows(self) -> dict[str, list]:
+        by_unit: dict[str, list] = {}
+        for row in self.store.metrics():  # every unit's rows in one read, in the order stored
+            by_unit.setdefault(row.unit_id, []).append(row)
+        return by_unit
+
+    def unit_metrics(self, unit_id: str) -> list:
+        """A unit's metric rows as stored (store.rows.MetricRow)."""
+        return self._metric_rows.get(unit_id, [])
+
+    def unit_samples(self, unit_id: str) -> list:
+        """A unit's samples as stored (store.rows.SampleRow), by index."""
+        return self.store.samples(unit_id)
 
     @cached_property
     def _unit_ids(self) -> set[str]:

@@ -85,20 +85,25 @@ def test_a_name_registered_twice_by_two_functions_is_refused():
 
 
 def test_the_snapshot_reads_each_part_of_the_store_once(report_store, monkeypatch):
-    """Every table from one snapshot: the metrics, runs and units are read once, each suite's samples once."""
+    """Every table, figure and report page from one snapshot: the runs, units and metrics are read once, each
+    suite's samples once."""
+    from ccq_eval.report.view.content import figure_entries, report_content
+
     from ccq_eval.report.results import Results
     from ccq_eval.store import Store
 
     store = Store(report_store, readonly=True)
     calls = []
-    for read in ("metrics_frame", "runs", "units", "samples_frame"):
+    for read in ("metrics_frame", "metrics", "runs", "units", "samples_frame"):
         original = getattr(store, read)
         monkeypatch.setattr(store, read, lambda *a, _o=original, _n=read, **k: calls.append((_n, a)) or _o(*a, **k))
     results = Results(store)
     shown = [name for name in catalogue.table_names() if catalogue.table_grid(results, name, ci=True, baseline="gla",
                                                                                        strict=False)]
     assert {"sniah", "pairs", "longppl"} <= set(shown)
-    assert [c for c in calls if c[0] == "metrics_frame"] == [("metrics_frame", ())]
-    assert [c for c in calls if c[0] == "units"] == [("units", ())]
+    content = report_content(results)
+    assert figure_entries(results) and content["units"] and content["failed"] and content["tables"]
+    for read in ("metrics_frame", "metrics", "runs", "units"):
+        assert [c for c in calls if c[0] == read] == [(read, ())], read
     samples = [c for c in calls if c[0] == "samples_frame"]
     assert samples and len(samples) == len(set(samples))

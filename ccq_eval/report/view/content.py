@@ -41,9 +41,9 @@ def run_entry(run) -> dict:
             "units": run.units, "complete": run.complete_units}
 
 
-def failed_units(store, labels: dict[str, str]) -> list[dict]:
+def failed_units(results, labels: dict[str, str]) -> list[dict]:
     return [{"label": labels.get(u.run_id, "?"), "suite": u.suite, "task": u.task, "length": u.context_length,
-             "reason": u.reason, "finished": u.finished, "run": u.run_id} for u in store.units(status="failed")]
+             "reason": u.reason, "finished": u.finished, "run": u.run_id} for u in results.failed_units()]
 
 
 def caption_text(caption: str | None) -> str | None:
@@ -83,14 +83,14 @@ def figure_entries(results) -> list[dict]:
 def report_content(results, baseline: str | None = None, compare: list[tuple[str, str]] = (),
                    whole_prompts: bool = False) -> dict:
     """The report's data (figures apart, which go into the page as markup of their own)."""
-    store = results.store
-    runs = store.runs()
+    runs = results.run_rows
     labels = {run.id: run.label for run in runs}
     prompts = FrozenPrompts()
-    units = [unit_entry(latest, store, prompts, whole_prompts) for latest in latest_units(results)]
+    units = [unit_entry(latest, results, prompts, whole_prompts) for latest in latest_units(results)]
     names = sorted(set(labels.values()))
     pairs = compared_pairs(names, compare)
-    return plain({"schema": store.version, "runs": [run_entry(r) for r in runs], "failed": failed_units(store, labels),
+    return plain({"schema": results.store.version, "runs": [run_entry(r) for r in runs],
+                  "failed": failed_units(results, labels),
                   "tables": table_entries(results, baseline), "units": units, "views": suite_views(),
                   "compare": compare_entries(results, units, pairs),
                   "pairs": [list(p) for p in pairs_of(names)]})

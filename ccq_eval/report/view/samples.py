@@ -77,18 +77,18 @@ class FrozenPrompts:
         return {r["index"]: r for r in loaded[0] if isinstance(r.get("index"), int)}
 
 
-def unit_entry(latest: LatestUnit, store, prompts: FrozenPrompts, whole_prompts: bool) -> dict:
+def unit_entry(latest: LatestUnit, results, prompts: FrozenPrompts, whole_prompts: bool) -> dict:
     """What the page holds of one unit: identity, metrics, and (for a suite with a SampleView) its samples."""
     unit = latest.unit
     suite = SUITES.get(unit.suite)
     entry = {"id": unit.id, "label": latest.label, "suite": unit.suite, "task": unit.task,
              "length": unit.context_length, "finished": unit.finished, "reused_from": unit.reused_from,
              "display": suite.display.get(unit.task, unit.task) if suite else unit.task,
-             "metrics": [[m.metric, m.value, m.stderr, m.n, m.is_primary] for m in store.metrics(unit.id)]}
+             "metrics": [[m.metric, m.value, m.stderr, m.n, m.is_primary] for m in results.unit_metrics(unit.id)]}
     view = suite.sample_view if suite else None
     if view is None:
         return entry
-    samples = store.samples(unit.id)
+    samples = results.unit_samples(unit.id)
     entry["rows"] = sample_rows(view, samples)
     entry["prompts"] = [s.prompt_sha256 for s in samples]
     if view.context and suite.records_folder:
