@@ -1,5 +1,6 @@
 """The lower bound of every range in pyproject.toml as an exact requirement (``name==floor``): the oldest
-environment the ranges admit, which `make test-install` builds and tests."""
+environment the ranges admit, which `make test-install` builds and tests. Where the registry has no CPU build of a
+floor (torch below 2.13), the oldest CPU build stands in for it; that floor is checked on a GPU (docs/install.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import tomllib
 from pathlib import Path
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+OLDEST_CPU_BUILD = {"torch": "2.13.0"}  # the registry's oldest CPU wheel (older ones are CUDA builds of several GB)
+
+
+def release(version: str) -> tuple[int, ...]:
+    """'2.13.0' -> (2, 13, 0): enough to order the plain release numbers pyproject.toml's floors are."""
+    return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
 def floors(pyproject: Path = PYPROJECT, extra: str | None = None) -> list[str]:
@@ -19,7 +26,10 @@ def floors(pyproject: Path = PYPROJECT, extra: str | None = None) -> list[str]:
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,\s]+)(,.*)?", requirement)
         if match is None:
             raise ValueError(f"pyproject.toml: {requirement!r} has no lower bound (every dependency needs a tested floor)")
-        pinned.append(f"{match.group(1)}{match.group(2) or ''}=={match.group(3)}")
+        name, floor = match.group(1), match.group(3)
+        if name in OLDEST_CPU_BUILD and release(floor) < release(OLDEST_CPU_BUILD[name]):
+            floor = OLDEST_CPU_BUILD[name]
+        pinned.append(f"{name}{match.group(2) or ''}=={floor}")
     return pinned
 
 

@@ -35,20 +35,23 @@ def load() -> None:
         importlib.import_module(f"{__name__}.{module.name}")
 
 
+def _place(entry, packages: list[str]) -> tuple[int, str]:
+    """Where an entry is listed: its suite's place in the registry, else after every suite in CROSS_SUITE_ORDER."""
+    module = entry.build.__module__
+    owner = [i for i, p in enumerate(packages) if module.startswith(p + ".")]
+    if owner:
+        return owner[0], ""
+    name = module.rsplit(".", 1)[-1]
+    rank = CROSS_SUITE_ORDER.index(name) if name in CROSS_SUITE_ORDER else len(CROSS_SUITE_ORDER)
+    return len(packages) + rank, name
+
+
 def _ordered(entries: dict) -> list:
-    """Entries in the registry's suite order (a suite's own in the order its module defines them), then the
-    cross-suite ones."""
+    """Entries in the registry's suite order (a suite's own in the order its module defines them: the sort is
+    stable), then the cross-suite ones."""
     load()
     packages = [type(suite).__module__ for suite in SUITES.values()]
-
-    def place(entry):
-        module = entry.build.__module__
-        owner = [i for i, p in enumerate(packages) if module.startswith(p + ".")]
-        if owner:
-            return owner[0], ""
-        name = module.rsplit(".", 1)[-1]
-        return len(packages) + (CROSS_SUITE_ORDER.index(name) if name in CROSS_SUITE_ORDER else len(CROSS_SUITE_ORDER)), name
-    return sorted((e for e in entries.values() if _shown(e, packages)), key=place)
+    return sorted((e for e in entries.values() if _shown(e, packages)), key=lambda e: _place(e, packages))
 
 
 def _shown(entry, packages: list[str]) -> bool:
