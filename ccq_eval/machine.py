@@ -18,6 +18,21 @@ DISTRIBUTIONS = {
 }
 CPU_BACKEND = "ccq-eval's CPU backend (torch ops)"
 TRITON = "fla's Triton kernels"
+FLA_CACHE_VARIABLES = ("FLA_CACHE_RESULTS", "FLA_CONFIG_DIR", "FLA_CACHE_MODE")
+
+
+def triton_cache_dir() -> str:
+    """Where Triton keeps compiled kernels and (fla asks it to, FLA_CACHE_RESULTS) autotune timings: Triton's own
+    rule (TRITON_CACHE_DIR, else TRITON_HOME or ~, then .triton/cache), read without importing Triton."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return os.environ["TRITON_CACHE_DIR"]
+    return os.path.join(os.environ.get("TRITON_HOME") or os.path.expanduser("~/"), ".triton", "cache")
+
+
+def kernel_caches() -> dict:
+    """The on-disk caches fla's kernels compile and tune into, and fla's settings for them (unset: fla's default,
+    autotune results kept, no tuned-config folder)."""
+    return {"triton_cache_dir": triton_cache_dir(), **{name: os.environ.get(name) for name in FLA_CACHE_VARIABLES}}
 
 
 def library_versions() -> dict[str, str | None]:
@@ -87,6 +102,7 @@ def record(device, store: str | None = None, threads_chosen_by: str | None = Non
                     "chosen_by": threads_chosen_by or "torch's default"},
         "paths": {"data_cache": str(cache_root()), "hub_cache": _hub_cache(), "store": store,
                   "task_plugins": _task_plugins()},
+        "kernel_caches": kernel_caches(),
     }
 
 
@@ -120,6 +136,9 @@ def describe(record: dict) -> str:
     if paths["store"]:
         lines.append(f"store: {paths['store']}")
     lines.append(f"task plugins: {paths['task_plugins']} (lm_eval --include_path; ccq-eval lm-eval adds it)")
+    caches = record["kernel_caches"]
+    fla = ", ".join(f"{name} {caches[name]}" for name in FLA_CACHE_VARIABLES if caches.get(name)) or "fla's defaults"
+    lines.append(f"kernel cache: {caches['triton_cache_dir']} (TRITON_CACHE_DIR; {fla}; `ccq-eval warmup` fills it)")
     return "\n".join(lines)
 
 

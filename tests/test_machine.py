@@ -77,3 +77,18 @@ def test_a_run_records_the_env_record_and_its_threads(tmp_path, monkeypatch):
     assert record["device"] == expected["device"] and record["kernels"] == expected["kernels"]
     assert record["threads"]["torch"] == 1 and record["threads"]["chosen_by"] == "--threads"
     assert record["paths"]["store"] == str(store)
+
+
+def test_the_record_names_the_kernel_caches_triton_and_fla_use(monkeypatch, tmp_path):
+    from ccq_eval import machine
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "shared"))
+    monkeypatch.setenv("FLA_CACHE_MODE", "fuzzy")
+    monkeypatch.delenv("FLA_CONFIG_DIR", raising=False)
+    record = machine.record("cpu")
+    assert record["kernel_caches"] == {"triton_cache_dir": str(tmp_path / "shared"), "FLA_CACHE_RESULTS": None,
+                                       "FLA_CONFIG_DIR": None, "FLA_CACHE_MODE": "fuzzy"}
+    assert f"kernel cache: {tmp_path / 'shared'} (TRITON_CACHE_DIR; FLA_CACHE_MODE fuzzy;" in machine.describe(record)
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path))
+    assert machine.triton_cache_dir() == str(tmp_path / ".triton" / "cache")  # Triton's own rule

@@ -416,7 +416,7 @@ def _provenance(checked: _Checked, model, config, mapped: dict, fresh: list[str]
 
 def load_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False,
                ccq_overrides: dict | None = None) -> LoadedModel:
-    """Load a checkpoint of any fla family or transformers causal LM (catalog.py says which run where).
+    """Load a checkpoint of any fla family or transformers causal LM (ccq_eval/families/ says which run where).
 
     ``ccq_overrides`` (e.g. ``{"ccq_fixed_lambda": 0.3, "ccq_sigma_scale": "trace"}``) turns a GLA /
     GDN / DeltaNet / RetNet / HGRN2 checkpoint into its CCQ family with those fields. On the CPU the torch backend is installed

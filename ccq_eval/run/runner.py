@@ -140,6 +140,7 @@ class Runner:
         self.request = request
         self.load = evaluand_loader
         self.out = out
+        self.compilation = None  # fla's kernels compiled before the first unit (on CUDA): run/kernel_warmup.py
 
     # --- planning (no writes) ---------------------------------------------------------------------
 
@@ -232,6 +233,8 @@ class Runner:
         todo = [u for u in self.units if force or u.unit_key not in held]
         to_reuse = [u for u in todo if u.unit_key in computed]
         to_compute = [u for u in todo if u.unit_key not in computed]
+        if to_compute and not self.request.dry_run:
+            self._warm_up()  # fla's kernels compiled before the first unit, said, and kept out of every unit's time
         if self.rank != 0:  # data-parallel helper: evaluates its share of every unit rank 0 computes; rank 0 writes
             for plan, task_units in self._task_groups(to_compute):
                 for _ in plan.driver.run_units(task_units, self.evaluand):
@@ -258,6 +261,14 @@ class Runner:
         self.store.finish_run(run_id, "failed" if failed else "complete")
         self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
         return 1 if failed else 0
+
+    def _warm_up(self) -> None:
+        """On CUDA, fla's kernels compiled and tuned at the run's longest length and batch size (run/kernel_warmup.py)."""
+        from ccq_eval.run.kernel_warmup import warm_up
+
+        length = max(plan.driver.max_length() for plan in self.plans)
+        self.compilation = warm_up(self.evaluand, length, batch_size_of(self.evaluand.provenance, self.request),
+                                   self.out)
 
     def _compute(self, run_id: str, units: list[Unit], results: list, received) -> None:
         for plan, task_units in self._task_groups(units):
@@ -322,6 +333,8 @@ class Runner:
         r = self.request
         record = machine.record(prov["device"], r.store, self.threads_chosen_by)  # what `ccq-eval env` prints
         versions = {**record.pop("versions"), "machine": record}
+        if self.compilation is not None:  # what compiling fla's kernels took, before the first unit
+            versions["compilation"] = self.compilation.record()
         if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
             versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
         return {

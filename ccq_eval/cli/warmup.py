@@ -1,0 +1,57 @@
+"""`ccq-eval warmup`: fla's kernels compiled and tuned for a checkpoint ahead of its runs (run/kernel_warmup.py), into
+Triton's on-disk cache: on a cluster, one job fills a shared TRITON_CACHE_DIR and the job array after it starts with
+every kernel compiled."""
+
+from __future__ import annotations
+
+from ccq_eval.cli.common import lengths_text, number
+from ccq_eval.errors import BadInput
+
+NAME = "warmup"
+DEFAULT_LENGTHS = (1024, 2048, 4096, 8192)
+
+
+def add(subparsers) -> None:
+    warmup = subparsers.add_parser(NAME, help="compile fla's kernels for a checkpoint ahead of its runs (CUDA; the "
+                                              "cache is Triton's, TRITON_CACHE_DIR)")
+    warmup.add_argument("--model", required=True, help="checkpoint folder, zoo:<name>, or ORG/NAME[@REVISION]")
+    warmup.add_argument("--lengths", default=lengths_text(DEFAULT_LENGTHS),
+                        help=f"the context lengths the runs will use (default {lengths_text(DEFAULT_LENGTHS)})")
+    warmup.add_argument("--batch-size", type=number(int, 1, 4096, "a batch size"), default=1,
+                        help="the runs' batch size (default 1)")
+    warmup.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
+    warmup.add_argument("--dtype", help="float32, bfloat16 or float16 (default: bfloat16 on CUDA)")
+    warmup.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (they can run code)")
+
+
+def handle(args) -> int:
+    import torch
+
+    from ccq_eval.suites.base import parse_lengths
+
+    lengths = parse_lengths(args.lengths)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    if not device.startswith("cuda"):
+        print("nothing to compile on the CPU: ccq-eval's torch backend runs fla's families there (their Triton "
+              "kernels compile on a GPU: --device cuda)")
+        return 0
+    if not torch.cuda.is_available():
+        raise BadInput(f"--device {args.device!r}: this torch sees no CUDA device; use a GPU machine")
+    return _compile(args, device, lengths)
+
+
+def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
+    from ccq_eval.families import family_name
+    from ccq_eval.machine import device_record
+    from ccq_eval.models import load_model
+    from ccq_eval.run.kernel_warmup import compile_kernels, compiles_fla_kernels, describe
+
+    model, _, provenance = load_model(args.model, device=device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+    if not compiles_fla_kernels(provenance):
+        print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
+        return 0
+    gpu = device_record(device)["name"]
+    for length in lengths:
+        compilation = compile_kernels(model, length, args.batch_size)
+        print(describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"]), flush=True)
+    return 0

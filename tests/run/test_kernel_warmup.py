@@ -1,0 +1,116 @@
+"""run/kernel_warmup.py: on CUDA a run compiles fla's kernels once, before its first unit, at its longest length and
+batch size, says so in one line (compiled, or found compiled in Triton's cache) and records it; on the CPU (the torch
+backend) and for transformers' own models nothing compiles and nothing is said. `ccq-eval warmup` does it ahead."""
+
+from __future__ import annotations
+
+import pytest
+
+from ccq_eval.run import kernel_warmup
+from ccq_eval.run.kernel_warmup import Compilation, compiles_fla_kernels, describe
+
+
+@pytest.mark.parametrize("device,model_type,expected", [
+    ("cuda", "gla", True), ("cuda:1", "ccq_gated_deltanet", True), ("cuda", "mamba2", True),
+    ("cpu", "gla", False), ("cuda", "llama", False), ("cuda", "oracle", False)])
+def test_fla_families_on_cuda_compile_and_nothing_else_does(device, model_type, expected):
+    assert compiles_fla_kernels({"device": device, "config": {"model_type": model_type}}) is expected
+
+
+def test_the_line_says_what_compiled_how_long_and_where_or_that_it_was_compiled_before():
+    cold = Compilation(79.4, 212, 4096, 8, "/scratch/triton")
+    assert describe(cold, "NVIDIA H200", "GLA", "bfloat16") == (
+        "compiled fla's kernels for NVIDIA H200, GLA, bfloat16 at 4096 tokens x 8: 79 s, 212 new files in "
+        "/scratch/triton (later runs on this cache skip it)")
+    warm = Compilation(1.25, 0, 4096, 8, "/scratch/triton")
+    assert describe(warm, "NVIDIA H200", "GLA", "bfloat16").endswith("already compiled (/scratch/triton); warm-up 1.2 s")
+
+
+@pytest.mark.parametrize("kind", ["gla", "ccq_gla", "gated_deltanet", "transformer"])
+def test_the_exercise_runs_a_prefill_and_cached_decoding_steps(kind, tmp_path, monkeypatch):
+    from tests.helpers import tiny_model
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    model = tiny_model(kind)
+    calls = []
+    forward = model.forward
+    monkeypatch.setattr(model, "forward", lambda *a, **k: calls.append(k["input_ids"].shape) or forward(*a, **k))
+    compilation = kernel_warmup.compile_kernels(model, 40, 3)
+    assert calls == [(3, 40)] + [(3, 1)] * kernel_warmup.DECODE_STEPS
+    assert compilation.new_cache_files == 0 and compilation.cache_dir == str(tmp_path / "triton")
+
+
+def test_files_triton_writes_are_counted(tmp_path, monkeypatch):
+    folder = tmp_path / "triton"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(folder))
+
+    def compiles(model, length, batch, steps=4):  # what Triton does on a GPU: kernels land in its cache
+        (folder / "abc").mkdir(parents=True)
+        for name in ("k.cubin", "k.json", "autotune.json"):
+            (folder / "abc" / name).write_text("x")
+
+    monkeypatch.setattr(kernel_warmup, "exercise", compiles)
+    assert kernel_warmup.compile_kernels(None, 16, 1).new_cache_files == 3
+    monkeypatch.setattr(kernel_warmup, "exercise", lambda *a, **k: None)
+    assert kernel_warmup.compile_kernels(None, 16, 1).new_cache_files == 0  # the second time: nothing new
+
+
+def _evaluand(device: str, model_type: str = "gla"):
+    import torch
+
+    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.run import Evaluand
+    from tests.helpers import byte_tokenizer, tiny_model
+
+    model = tiny_model(model_type)
+    provenance = {"weights_sha256": f"w-{device}", "config": model.config.to_dict(), "dtype": "float32",
+                  "device": device, "ccq_overrides": {}, "versions": {"torch": torch.__version__}, "batch_size": 2}
+    return Evaluand(lm=CCQEvalLM(model, byte_tokenizer(), max_length=64, batch_size=2), tokenizer=byte_tokenizer(),
+                    tokenizer_path="", provenance=provenance)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_a_run_on_cuda_compiles_before_its_first_unit_and_records_it(device, tmp_path, monkeypatch):
+    from ccq_eval import machine
+    from ccq_eval.run import RunRequest, run_suite
+    from ccq_eval.store import Store
+    from ccq_eval.suites import SUITES
+    from tests.oracle import scripted_suite
+
+    monkeypatch.setitem(SUITES, "toy", scripted_suite("toy", ("toy_a",), (16, 32)))
+    real_record = machine.device_record
+    monkeypatch.setattr(machine, "device_record", lambda d: {"device": str(d), "name": "Test GPU", "capability": "sm_90",
+                                                             "cuda": "13.0", "memory_gib": 141.0}
+                        if str(d).startswith("cuda") else real_record(d))
+    exercised = []
+    monkeypatch.setattr(kernel_warmup, "exercise", lambda model, length, batch, steps=4: exercised.append((length, batch)))
+    lines = []
+    store = tmp_path / "s.db"
+    request = RunRequest(model="tiny", suite="toy", store=str(store), label="tiny", batch_size="2")
+    assert run_suite(request, lambda r, n: _evaluand(device), out=lines.append) == 0
+    versions = Store(store, readonly=True).runs()[0].versions
+    if device == "cpu":
+        assert exercised == [] and "compilation" not in versions and not any("fla's kernels" in line for line in lines)
+        return
+    assert exercised == [(32, 2)]  # the longest length, the run's batch size
+    assert lines[0].startswith("fla's kernels for Test GPU, GLA, float32 at 32 tokens x 2: already compiled")
+    assert versions["compilation"]["length"] == 32 and versions["compilation"]["batch"] == 2
+    assert versions["machine"]["kernel_caches"]["triton_cache_dir"]
+
+
+def test_warmup_on_the_cpu_says_there_is_nothing_to_compile(capsys):
+    from ccq_eval.cli import main
+
+    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cpu"]) == 0
+    assert "nothing to compile on the CPU" in capsys.readouterr().out
+
+
+def test_warmup_on_cuda_without_a_gpu_is_one_line(capsys, monkeypatch):
+    import torch
+
+    from ccq_eval.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ccq-eval: error: --device 'cuda': this torch sees no CUDA device") and "\n" not in err
