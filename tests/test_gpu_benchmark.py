@@ -49,3 +49,32 @@ def test_the_script_covers_every_family_of_the_catalog():
     assert set(fla_families()) | set(ccq_families()) <= covered
     assert "llama" in covered  # and a transformers model
     assert set(script.SHAPES) == set(script.TOY)  # every shape has its toy for --dry-run
+
+
+def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
+    """benchmarks/gpu_check.py --dry-run: kernels (the CPU backend in float32 against float64 here, fla's CUDA
+    kernels on a GPU), throughput with MFU / MBU and CCQ's ratios, S-NIAH through ccq-eval and lm-eval's RULER."""
+    out = tmp_path / "check.json"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--out", str(out)],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert sum(1 for line in result.stdout.splitlines() if line.startswith("RESULT part=")) == len(records)
+    kernels = [r for r in records if r["part"] == "kernels" and "model" in r]
+    assert {(r["model"], r["dtype"]) for r in kernels} == {(m, d) for m in ("gla-tiny", "ccq-gla-tiny", "gdn-tiny",
+                                                                             "ccq-gdn-tiny", "transformer-tiny")
+                                                            for d in ("float32", "bfloat16")}
+    for r in kernels:
+        assert r["argmax_agreement"] >= (0.999 if r["dtype"] == "float32" else 0.9)
+        assert r["max_rel_logit_error"] < (1e-4 if r["dtype"] == "float32" else 0.1)
+        assert r["decode_vs_forward_rel_error"] < (1e-4 if r["dtype"] == "float32" else 0.1)
+    rows = [r for r in records if r["part"] == "throughput" and "mfu" in r]
+    assert {(r["model"], r["batch"]) for r in rows} == {(m, b) for m in ("gla", "ccq_gla", "gated_deltanet",
+                                                                          "ccq_gated_deltanet", "transformer")
+                                                         for b in (1, 2)}
+    assert all(r["mfu"] > 0 and r["mbu"] > 0 and r["prefill_tokens_per_s"] > 0 for r in rows)
+    assert len([r for r in records if "prefill_ratio" in r]) == 4  # two CCQ families x two batch sizes
+    sniah = {r["suite"]: r for r in records if r["part"] == "sniah" and "suite" in r}
+    assert sniah["ccq-eval S-NIAH-1"]["s_per_sample"] > 0 and sniah["ccq-eval S-NIAH-1"]["paper_sniah_projected_min"] > 0
+    assert "wall_s" in sniah["lm-eval RULER niah_single_1"] or "not_run" in sniah["lm-eval RULER niah_single_1"]
+    assert {r["part"] for r in records if "part_seconds" in r} == {"kernels", "throughput", "sniah"}
