@@ -35,8 +35,10 @@ def tiny_model(kind: str, **overrides):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from ccq_eval.models import register_ccq_models
+    from ccq_eval.models.generate_cache import install_generate_cache_names
 
     register_ccq_models()  # the CCQ families with transformers' Auto classes, as loading does
+    install_generate_cache_names()  # and fla's models' cache under generate()'s name for it, as loading does
 
     base = kind.removeprefix("ccq_")
     model_type = ("ccq_" if kind.startswith("ccq_") else "") + MODEL_TYPE.get(base, base)

@@ -52,6 +52,7 @@ def test_lm_eval_finds_the_plugins_inside_the_wheel(wheel, tmp_path):
 
 # the oldest environment ccq-eval ran in on a GPU (docs/install.md): installing ccq-eval there must change nothing
 GPU_ENVIRONMENT = {"torch": "2.11.0", "triton": "3.6.0", "transformers": "5.17.0"}
+NEWEST = {"transformers": "5.25.0"}  # current when this was written; its generate() renamed the cache (tested)
 
 
 def test_the_ranges_admit_the_gpu_environment_and_the_lock():
@@ -61,14 +62,13 @@ def test_the_ranges_admit_the_gpu_environment_and_the_lock():
 
     ranges = {Requirement(r).name: Requirement(r).specifier
               for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
-    for name, version in GPU_ENVIRONMENT.items():
+    for name, version in {**GPU_ENVIRONMENT, **NEWEST}.items():
         assert ranges[name].contains(version), (name, version, str(ranges[name]))
     locked = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
                   if "==" in line and not line.startswith("#"))
     for name, specifier in ranges.items():
         if name in locked:
             assert specifier.contains(locked[name].removesuffix("+cpu")), (name, locked[name], str(specifier))
-    assert not ranges["transformers"].contains("5.24.0")  # fla 0.6's models lose their cache under generate() there
 
 
 def test_make_test_install_takes_the_oldest_cpu_build_where_the_floor_has_none():

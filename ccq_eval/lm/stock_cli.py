@@ -24,9 +24,11 @@ def register_families() -> None:
 
     from ccq_eval.models import register_ccq_models
     from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.models.generate_cache import install_generate_cache_names
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
     register_ccq_models()
+    install_generate_cache_names()  # lm-eval decodes through generate(): fla's models keep their history there
     install_cpu_backend()  # dispatches on the tensors' device: CUDA tensors still reach fla's kernels
     install_growing_kv_cache()
     from lm_eval.api.registry import register_model

@@ -218,9 +218,11 @@ def model_family(path: Path, raw: dict, device: torch.device, dtype: torch.dtype
 
     import fla  # noqa: F401 - registers fla's families with transformers' Auto classes
 
+    from ccq_eval.models.generate_cache import install_generate_cache_names
     from ccq_eval.models.registration import register_ccq_models
 
     register_ccq_models()
+    install_generate_cache_names()  # transformers >= 5.24 hands fla's models their cache under another name
     model_type, where = raw["model_type"], f"model {str(path)!r}"
     if model_type not in CONFIG_MAPPING:
         raise ModelLoadError(f"{where}: unknown model_type {model_type!r}: neither fla nor transformers "

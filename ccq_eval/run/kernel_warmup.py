@@ -83,7 +83,7 @@ def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
     if not compiles_fla_kernels(provenance):
         return None
     compilation = compile_kernels(evaluand.lm.model, length, batch)
-    if getattr(evaluand.lm, "rank", 0) == 0:
+    if evaluand.lm.rank == 0:
         gpu = device_record(provenance["device"]).get("name", provenance["device"])
         out(describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"]))
     return compilation
