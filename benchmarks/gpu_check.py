@@ -41,7 +41,7 @@ from gpu_throughput import MODELS, SHAPES, TOY  # noqa: E402 - the 1.3B shapes, 
 
 ZOO = ("gla-tiny", "ccq-gla-tiny", "gdn-tiny", "ccq-gdn-tiny", "transformer-tiny")
 PAPER_FIVE = ("gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "transformer")
-SNIAH_PAPER = {"samples": 500, "tasks": 3, "lengths": (1024, 2048, 4096, 8192)}  # paper.md's S-NIAH protocol
+SNIAH_PAPER = {"samples": 500, "tasks": 3, "lengths": (1024, 2048, 4096, 8192)}  # the paper's S-NIAH protocol
 
 
 @dataclass
