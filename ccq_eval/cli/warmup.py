@@ -42,16 +42,13 @@ def handle(args) -> int:
 
 def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
     from ccq_eval.families import family_name
-    from ccq_eval.machine import device_record
     from ccq_eval.models import load_model
-    from ccq_eval.run.kernel_warmup import compile_kernels, compiles_fla_kernels, describe
+    from ccq_eval.run.kernel_warmup import compile_kernels, compiles_fla_kernels, said
 
     model, _, provenance = load_model(args.model, device=device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
-    gpu = device_record(device)["name"]
     for length in lengths:
-        compilation = compile_kernels(model, length, args.batch_size)
-        print(describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"]), flush=True)
+        print(said(compile_kernels(model, length, args.batch_size), provenance), flush=True)
     return 0

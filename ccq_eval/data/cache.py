@@ -132,3 +132,23 @@ def frozen_by_content(folder: str) -> dict[str, Path]:
         if isinstance(meta, dict) and isinstance(meta.get("content_sha256"), str):
             found[meta["content_sha256"]] = meta_path.with_name(meta_path.name.removesuffix(".meta.json") + ".jsonl")
     return found
+
+
+class FrozenByContent:
+    """Frozen datasets found by their content sha256 (a unit's stored dataset fingerprint), each folder indexed once
+    and each dataset read once: the viewer's needle context and `ccq-eval rescore` read a unit's records this way."""
+
+    def __init__(self):
+        self._index: dict[str, dict[str, Path]] = {}
+        self._records: dict[tuple[str, str | None], list[dict] | None] = {}
+
+    def records(self, folder: str, fingerprint: str | None) -> list[dict] | None:
+        """The records under cache_root()/``folder`` with this content, or None when the cache no longer holds them
+        unchanged (gone, or edited since the unit ran)."""
+        if (folder, fingerprint) not in self._records:
+            if folder not in self._index:
+                self._index[folder] = frozen_by_content(folder)
+            path = self._index[folder].get(fingerprint or "")
+            loaded = load_frozen(path) if path is not None else None
+            self._records[(folder, fingerprint)] = loaded[0] if loaded is not None and loaded[1] == fingerprint else None
+        return self._records[(folder, fingerprint)]

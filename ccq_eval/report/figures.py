@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 
-
 def pyplot():
     """matplotlib.pyplot on the Agg backend (no display needed)."""
     import matplotlib

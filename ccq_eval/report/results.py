@@ -77,6 +77,7 @@ class Results:
 
     def __init__(self, store):
         self.store = store
+        self._sample_frames: dict[tuple, object] = {}  # (suite, columns) -> the cells' samples, read once
 
     @cached_property
     def run_rows(self) -> list:
@@ -142,7 +143,7 @@ class Results:
         """The cells' per-sample ``columns`` (of the samples table) for one suite, with label, task, context_length,
         settings and unit_id; ``score`` as a finite float (else NaN), ``fields`` as a dict."""
         key = (suite, tuple(columns))
-        if key not in self._samples:
+        if key not in self._sample_frames:
             frame = self.store.samples_frame(suite, columns)
             if not frame.empty:
                 frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
@@ -150,12 +151,8 @@ class Results:
                     frame["score"] = numeric(frame.score)
                 if "fields" in frame:
                     frame["fields"] = frame.fields.map(sample_fields)
-            self._samples[key] = frame
-        return self._samples[key]
-
-    @cached_property
-    def _samples(self) -> dict:
-        return {}
+            self._sample_frames[key] = frame
+        return self._sample_frames[key]
 
     def labels(self) -> list[str]:
         return sorted(self.runs)

@@ -73,17 +73,21 @@ def describe(compilation: Compilation, gpu: str, family: str, dtype: str) -> str
     return f"{what}: already compiled ({compilation.cache_dir}); warm-up {compilation.seconds:.1f} s"
 
 
-def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
-    """Compiles what a run on ``evaluand`` needs before its first unit, saying so through ``out``; None where nothing
-    compiles (the CPU backend, transformers' own models)."""
+def said(compilation: Compilation, provenance: dict) -> str:
+    """The line for a model with this provenance (its device, family and dtype)."""
     from ccq_eval.families import family_name
     from ccq_eval.machine import device_record
 
-    provenance = evaluand.provenance
-    if not compiles_fla_kernels(provenance):
+    gpu = device_record(provenance["device"]).get("name", provenance["device"])
+    return describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"])
+
+
+def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
+    """Compiles what a run on ``evaluand`` needs before its first unit, saying so through ``out``; None where nothing
+    compiles (the CPU backend, transformers' own models)."""
+    if not compiles_fla_kernels(evaluand.provenance):
         return None
     compilation = compile_kernels(evaluand.lm.model, length, batch)
     if evaluand.lm.rank == 0:
-        gpu = device_record(provenance["device"]).get("name", provenance["device"])
-        out(describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"]))
+        out(said(compilation, evaluand.provenance))
     return compilation

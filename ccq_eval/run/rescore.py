@@ -46,18 +46,6 @@ def chosen_suites(suites: dict[str, Suite], name: str | None, tasks: str | None)
     return {name: parse_tasks(suite, tasks) if tasks is not None else suite.all_tasks}
 
 
-def frozen_records(suite: Suite, fingerprint: str | None, index: dict) -> list[dict] | None:
-    """The unit's records from the data cache (``index``: folder -> {fingerprint: path}), or None when the cache no
-    longer holds them unchanged."""
-    from ccq_eval.data.cache import frozen_by_content, load_frozen
-
-    if suite.records_folder not in index:
-        index[suite.records_folder] = frozen_by_content(suite.records_folder)
-    path = index[suite.records_folder].get(fingerprint or "")
-    loaded = load_frozen(path) if path is not None else None
-    return loaded[0] if loaded is not None and loaded[1] == fingerprint else None
-
-
 def stored_outputs(driver, unit_row, samples) -> Generated:
     """The generate stage's outputs as the store kept them."""
     outputs = {s.idx: {"prediction": s.prediction or "",
@@ -81,15 +69,20 @@ class Rescorer:
     """Rescores the chosen cells of one store, writing each source run's rescored units under a new run."""
 
     def __init__(self, store, suites: dict[str, Suite], command_line: str):
+        from ccq_eval.data.cache import FrozenByContent
+        from ccq_eval.report.results import Results
+
         self.store, self.suites, self.command_line = store, suites, command_line
+        self.results = Results(store)  # the cells the tables show, each run and each unit's metric rows: read once
         self.new_runs: dict[str, str] = {}  # source run id -> the rescore's run id
-        self.frozen_index: dict = {}
+        self.frozen = FrozenByContent()
+
+    def source_run(self, run_id: str):
+        return next(run for run in self.results.run_rows if run.id == run_id)
 
     def targets(self, chosen: dict[str, tuple[str, ...]], done: Rescored) -> list[tuple]:
         """(label, unit row) of every cell to rescore, in the tables' order; suites that cannot be rescored noted."""
-        from ccq_eval.report.results import Results
-
-        cells = Results(self.store).cells
+        cells = self.results.cells
         found = []
         for cell, unit in cells.items():
             suite = self.suites.get(cell.suite)
@@ -109,7 +102,7 @@ class Rescorer:
         if source_run_id not in self.new_runs:
             from ccq_eval.run.runner import git_sha
 
-            source = self.store.run(source_run_id)
+            source = self.source_run(source_run_id)
             versions = {**(source.versions or {}), "rescored_by": {"ccq_eval": __version__, "git_sha": git_sha()}}
             record = {f: getattr(source, f) for f in ("label", "model_spec", "weights_sha256", "model_config",
                                                        "ccq_overrides", "dtype", "device", "batch_size", "seeds")}
@@ -124,7 +117,7 @@ class Rescorer:
 
         suite = self.suites[cell.suite]
         where = f"{cell.label} {cell.task} at {cell.context_length}"
-        records = frozen_records(suite, unit_row.dataset_fingerprint, self.frozen_index)
+        records = self.frozen.records(suite.records_folder, unit_row.dataset_fingerprint)
         if records is None:
             done.left_out.append(f"{where}: its frozen records are not in the data cache ({cache_root()}); rerun "
                                  "that unit with `ccq-eval run --force` to score it")
@@ -139,7 +132,7 @@ class Rescorer:
             done.left_out.append(f"{where}: {reason}")
             return
         run_id = self.run_for(unit_row.run_id)
-        source = self.store.run(unit_row.run_id)
+        source = self.source_run(unit_row.run_id)
         settings = {**(unit_row.settings or {}), **outcome.settings, "rescored_from": unit_row.id}
         record = {"run_id": run_id, "suite": cell.suite, "task": cell.task, "context_length": cell.context_length,
                   "unit_key": stable_hash({"rescore_of": unit_row.unit_key, "run": run_id}), "started": now(),
@@ -148,7 +141,7 @@ class Rescorer:
         metrics = [metric_row(source.label, source.model_spec, m.name, m.value, stderr=m.stderr, n=m.n,
                               higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
         self.store.write_unit(record, metrics, [dataclasses.asdict(s) for s in outcome.samples])
-        before = self.store.primary_value(unit_row.id)
+        before = next((m.value for m in self.results.unit_metrics(unit_row.id) if m.is_primary), None)
         primary = next(m for m in outcome.metrics if m.is_primary)
         done.written.append((cell.label, cell.task, cell.context_length, primary.name, before, primary.value))
 

@@ -54,27 +54,17 @@ def sample_rows(view, samples) -> list[list]:
 
 
 class FrozenPrompts:
-    """A unit's frozen prompt records by sample index, found in the data cache by the unit's dataset fingerprint."""
+    """A unit's frozen prompt records by sample index, found in the data cache by the unit's dataset fingerprint
+    (data/cache.py's FrozenByContent); none where the cache no longer holds them unchanged (no context shown)."""
 
     def __init__(self):
-        self._index: dict[str, dict] = {}
-        self._records: dict[tuple[str, str | None], dict[int, dict]] = {}  # labels share their frozen prompts
+        from ccq_eval.data.cache import FrozenByContent
+
+        self._frozen = FrozenByContent()  # labels share their frozen prompts: each read once
 
     def records(self, folder: str, fingerprint: str | None) -> dict[int, dict]:
-        if (folder, fingerprint) not in self._records:
-            self._records[(folder, fingerprint)] = self._read(folder, fingerprint)
-        return self._records[(folder, fingerprint)]
-
-    def _read(self, folder: str, fingerprint: str | None) -> dict[int, dict]:
-        from ccq_eval.data.cache import frozen_by_content, load_frozen
-
-        if folder not in self._index:
-            self._index[folder] = frozen_by_content(folder)
-        path = self._index[folder].get(fingerprint or "")
-        loaded = load_frozen(path) if path is not None else None
-        if loaded is None or loaded[1] != fingerprint:  # gone, or edited since the unit ran: no context shown
-            return {}
-        return {r["index"]: r for r in loaded[0] if isinstance(r.get("index"), int)}
+        records = self._frozen.records(folder, fingerprint) or []
+        return {r["index"]: r for r in records if isinstance(r.get("index"), int)}
 
 
 def unit_entry(latest: LatestUnit, results, prompts: FrozenPrompts, whole_prompts: bool) -> dict:

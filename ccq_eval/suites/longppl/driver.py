@@ -18,6 +18,10 @@ CHUNK = 2048  # tokens per forward chunk in the one-pass engine
 
 
 class LongpplDriver(Driver):
+    def __init__(self, inputs):
+        super().__init__(inputs)
+        self._selections: dict[tuple[str, int], longppl.Selection] = {}  # (task, tokenizer) -> its documents
+
     def corpus(self, task: str) -> str:
         return self.inputs.suite.short(task)
 
@@ -37,12 +41,11 @@ class LongpplDriver(Driver):
 
     def selection(self, task: str, tokenizer) -> longppl.Selection:
         """The corpus's documents long enough for L_max under this tokenizer (chosen once per task and tokenizer)."""
-        memo = self.__dict__.setdefault("_selections", {})
-        if (task, id(tokenizer)) not in memo:
+        if (task, id(tokenizer)) not in self._selections:
             corpus = self.corpus(task)
-            memo[(task, id(tokenizer))] = longppl.select(corpus, longppl.local_path(corpus, self.inputs.data_dir),
-                                                         tokenizer, self.l_max, self.inputs.samples)
-        return memo[(task, id(tokenizer))]
+            self._selections[(task, id(tokenizer))] = longppl.select(
+                corpus, longppl.local_path(corpus, self.inputs.data_dir), tokenizer, self.l_max, self.inputs.samples)
+        return self._selections[(task, id(tokenizer))]
 
     def check_with_tokenizer(self, tokenizer) -> None:
         for task in self.inputs.tasks:
