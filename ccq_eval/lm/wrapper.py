@@ -3,22 +3,21 @@
 HFLM takes its budget from the config's ``max_position_embeddings`` (2048 in fla configs) unless
 told otherwise, and cuts long prompts from the left with only a log line. Here ``max_length`` is
 always given (the suite's longest length), and a prompt that would be cut raises
-``PromptTooLong`` instead, which fails its unit. Recurrent models decode with their cache through
-``generate`` (fla's cache), as HFLM does.
+``PromptTooLong`` instead, which fails its unit. Generation goes through ccq-eval's own engine
+(``ccq_eval/generation/``), not transformers' ``generate()``: packed prefill, batched cached decoding, rows that
+leave as they finish.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
 
 import torch
 from lm_eval.models.huggingface import HFLM
-from transformers import StoppingCriteriaList
 
-from ccq_eval.lm.decoding import DecodingHooks, PredicateStop, PromptKey, prompt_rows
+from ccq_eval.lm.decoding import DecodingHooks, PromptKey, prompt_rows
 from ccq_eval.lm.strict import PromptTooLong, RefusesTruncation  # noqa: F401 - PromptTooLong: re-exported
 
 
@@ -32,6 +31,16 @@ def distributed_rank() -> tuple[int, int]:
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     return dist.get_rank(), dist.get_world_size()
+
+
+def stop_tokens(model, tokenizer, eos_strings: list[str]) -> tuple[frozenset[int], int]:
+    """(token ids that end a row, the tokens to generate before one may) : the model's and the tokenizer's EOS,
+    and for ``eos_strings`` (a generation kwarg of a task's YAML) the last token of each string, which may not be
+    the first token generated (it stays in the output)."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = {*(configured if isinstance(configured, list) else [configured]), tokenizer.eos_token_id}
+    ids |= {tokenizer.encode(s, add_special_tokens=False)[-1] for s in eos_strings}
+    return frozenset(i for i in ids if i is not None), 1 if eos_strings else 0
 
 
 class CCQEvalLM(RefusesTruncation, HFLM):
@@ -79,71 +88,52 @@ class CCQEvalLM(RefusesTruncation, HFLM):
         """A prompt's token ids as generation encodes them: the key of its row in DecodingHooks."""
         return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
 
-    def _eos_strings(self, generation_kwargs: dict) -> dict:
-        """``eos_strings`` (a generation kwarg of a task's YAML): the last token of each string ends generation
-        as EOS does, and the first generated token may not be one (min_new_tokens 1); it stays in the output."""
-        strings = generation_kwargs.pop("eos_strings", None) or []
-        if not strings:
-            return generation_kwargs
-        stops = [self.tokenizer.eos_token_id, *(self.tokenizer.encode(s, add_special_tokens=False)[-1] for s in strings)]
-        return {**generation_kwargs, "eos_token_id": [t for t in stops if t is not None], "min_new_tokens": 1}
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's generate_until through ccq-eval's engine (generation/): each group of requests that share their
+        generation kwargs goes to the engine at once, longest prompt first, so the batch refills from it as rows
+        finish; the text comes back as HFLM returns it (decoded, cut at the first stop string)."""
+        from lm_eval.models.utils import postprocess_generated_text
 
-    def _model_generate(self, context, max_length, stop, **generation_kwargs):
-        generation_kwargs = self._eos_strings(generation_kwargs)
+        from ccq_eval.generation.engine import generate
+
         hooks = self._hooks or DecodingHooks()
-        mask = generation_kwargs.get("attention_mask")
-        rows = prompt_rows(context, mask)
-        predicates = [hooks.stop_when.get(r) for r in rows]
-        extra = [PredicateStop(self.tokenizer, context.shape[1], predicates, hooks)] if any(predicates) else []
-        if mask is not None and any(r in hooks.score_continuations for r in rows) and int(mask.sum(1).min()) >= 2:
-            # the prompt minus its last token runs once with the cache on; a copy of the cache teacher-forces
-            # the continuation, and generate() goes on from the cache (loglikelihood stays the reference)
-            with torch.no_grad():
-                cache = self.model(input_ids=context[:, :-1], attention_mask=mask[:, :-1], use_cache=True,
-                                   logits_to_keep=1).past_key_values  # only the cache is used
-                self._score_continuations(hooks, rows, context, mask, copy.deepcopy(cache))
-            generation_kwargs["past_key_values"] = cache
-        return self._generate(context, max_length, stop, extra, **generation_kwargs)
+        texts: list[str | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(repr(sorted(request.args[1].items())), []).append(i)
+        for indices in groups.values():
+            contexts = [requests[i].args[0] for i in indices]
+            engine_requests, until = self._engine_requests(contexts, requests[indices[0]].args[1], hooks)
+            order = sorted(range(len(indices)), key=lambda j: -len(engine_requests[j].prompt))  # lm-eval's order
+            results = generate(self.model, self.tokenizer, [engine_requests[j] for j in order], self.batch_size)
+            for j, result in zip(order, results):
+                key = engine_requests[j].prompt
+                if result.continuation_nll is not None:
+                    hooks.continuation_nlls[key] = result.continuation_nll
+                hooks.decode_steps += result.predicate_steps
+                text = postprocess_generated_text(self.tok_decode(result.tokens), until, None)
+                texts[indices[j]] = text
+                self.cache_hook.add_partial("generate_until", requests[indices[j]].args, text)
+        return texts
 
-    def _generate(self, context, max_length, stop, extra_criteria, **generation_kwargs):
-        """HFLM._model_generate with more stopping criteria: lm-eval builds its list inside that method and
-        offers no way to add to it, so its few lines are followed here rather than its function replaced."""
-        from lm_eval.models.huggingface import stop_sequences_criteria
+    def _engine_requests(self, contexts: list[str], gen_kwargs: dict, hooks: DecodingHooks):
+        """(one engine request per context, the stop strings) under lm-eval's reading of the generation kwargs;
+        a prompt that would be cut is refused (tok_batch_encode)."""
+        from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
 
-        generation_kwargs["temperature"] = generation_kwargs.get("temperature", 0.0)
-        do_sample = generation_kwargs.get("do_sample")
-        if generation_kwargs["temperature"] == 0.0 and do_sample is None:
-            generation_kwargs["do_sample"] = do_sample = False
-        if do_sample is False and generation_kwargs["temperature"] == 0.0:
-            generation_kwargs.pop("temperature")
-        criteria = StoppingCriteriaList([*stop_sequences_criteria(self.tokenizer, stop, context.shape[1],
-                                                                  context.shape[0]), *extra_criteria])
-        with torch.autocast(device_type=self.device.type, dtype=self.mixed_precision_dtype,
-                            enabled=self.mixed_precision_dtype is not None):
-            return self.model.generate(input_ids=context, max_length=max_length, stopping_criteria=criteria,
-                                       pad_token_id=self.tokenizer.pad_token_id, use_cache=True, **generation_kwargs)
+        from ccq_eval.generation.request import Request
 
-    def _score_continuations(self, hooks: DecodingHooks, rows, context, mask, cache) -> None:
-        continuations = [hooks.score_continuations.get(r) or [] for r in rows]
-        width = max(len(c) for c in continuations)
-        feed = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=context.dtype, device=context.device)
-        feed[:, 0] = context[:, -1]
-        for i, continuation in enumerate(continuations):  # right padding: causal, so it changes no scored position
-            feed[i, 1 : len(continuation)] = torch.tensor(continuation[:-1], dtype=context.dtype)
-        # one token a step, as generate() decodes (fla's attention takes several new tokens with a
-        # padded cache only when it is empty)
-        step_mask, logits = mask[:, :-1], []
-        for j in range(width):
-            step_mask = torch.cat([step_mask, torch.ones_like(feed[:, :1])], dim=1)
-            out = self.model(input_ids=feed[:, j : j + 1], attention_mask=step_mask, past_key_values=cache,
-                             use_cache=True)
-            cache = out.past_key_values
-            logits.append(out.logits[:, -1])
-        logp = torch.log_softmax(torch.stack(logits, dim=1).double(), dim=-1)
-        for i, (row, continuation) in enumerate(zip(rows, continuations)):
-            if continuation:
-                picked = logp[i, torch.arange(len(continuation)), torch.tensor(continuation)]
-                hooks.continuation_nlls[row] = -float(picked.mean())
+        kwargs = normalize_gen_kwargs(gen_kwargs, self.max_gen_toks)
+        if kwargs.pop("do_sample", False) or kwargs.pop("temperature", 0.0):
+            raise ValueError("generation_kwargs: ccq-eval decodes greedily; set do_sample: false and temperature: 0.0")
+        until = handle_stop_sequences(kwargs.pop("until", None), eos=self.tok_decode(self.eot_token_id,
+                                                                                      skip_special_tokens=False))
+        max_gen_toks = kwargs.pop("max_gen_toks")
+        stop_ids, min_new_tokens = stop_tokens(self.model, self.tokenizer, kwargs.pop("eos_strings", None) or [])
+        ids, mask = self.tok_batch_encode(contexts, left_truncate_len=self.max_length - max_gen_toks)
+        requests = [Request(row, max_gen_toks, stop_ids, min_new_tokens, tuple(until), hooks.stop_when.get(row),
+                            tuple(hooks.score_continuations.get(row) or ())) for row in prompt_rows(ids, mask)]
+        return requests, until
 
     def all_gather(self, tensor):
         if self._world_size == 1:

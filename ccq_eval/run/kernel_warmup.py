@@ -39,18 +39,17 @@ def cache_files(folder: str) -> int:
 
 
 def exercise(model, length: int, batch: int, steps: int = DECODE_STEPS) -> None:
-    """A prefill of ``batch`` x ``length`` tokens with the cache on, then ``steps`` cached decoding steps."""
+    """A prefill of ``batch`` x ``length`` tokens and ``steps`` cached decoding steps, through the generation engine's
+    own prefill and step (the efficiency suite's measurement): the kernels compiled are the ones the units call
+    (a packed prefill is fla's variable-length kernels, compiled apart from the fixed-length ones)."""
     import torch
+
+    from ccq_eval.suites.efficiency.measure import measure_once
 
     device = next(model.parameters()).device
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (batch, length), generator=torch.Generator().manual_seed(0)).to(device)
-    with torch.inference_mode():
-        out = model(input_ids=ids, use_cache=True)
-        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        for _ in range(steps):
-            out = model(input_ids=token, past_key_values=cache, use_cache=True)
-            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    measure_once(model, ids, steps)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 

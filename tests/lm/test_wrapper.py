@@ -9,7 +9,7 @@ from lm_eval.api.instance import Instance
 
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.lm.decoding import DecodingHooks
-from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong
+from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong, stop_tokens
 from ccq_eval.models import load_model
 
 
@@ -49,10 +49,10 @@ def test_a_prompt_past_the_budget_is_refused_not_cut(lm):
 
 
 def test_eos_strings_end_generation_at_their_last_token(lm):
-    kwargs = lm._eos_strings({"eos_strings": ["\n"], "max_new_tokens": 4})
     newline = lm.tokenizer.encode("\n", add_special_tokens=False)[-1]
-    assert newline in kwargs["eos_token_id"] and kwargs["min_new_tokens"] == 1 and "eos_strings" not in kwargs
-    assert lm._eos_strings({"max_new_tokens": 4}) == {"max_new_tokens": 4}
+    ids, least = stop_tokens(lm.model, lm.tokenizer, ["\n"])
+    assert newline in ids and lm.tokenizer.eos_token_id in ids and least == 1
+    assert stop_tokens(lm.model, lm.tokenizer, []) == (ids - {newline}, 0)
 
 
 def test_continuation_nlls_from_the_prefill_equal_loglikelihood(lm):

@@ -1,5 +1,5 @@
 """Every suite (sniah, longppl, longbench, lm, efficiency) on a tiny random checkpoint of each family through the
-CLI, one run per suite at a 1K budget: every unit complete, the stored perplexity equal to an independent
+CLI, one run per suite at a 1K budget, transformers' generate() never called: every unit complete, the stored perplexity equal to an independent
 forward pass (a plain forward over [BOS] + the first L tokens), and the tables naming each row's family."""
 
 import json
@@ -71,6 +71,14 @@ def direct_perplexity(model_dir, data_dir, corpus: str) -> float:
 @pytest.mark.parametrize("kind", list(FAMILIES))
 def test_every_suite_runs_on_the_family(kind, data_dir, store, tmp_path, monkeypatch):
     monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    from fla.models.generation_utils import FLAUnsupportedCacheGenerationMixin
+    from transformers.generation import GenerationMixin
+
+    def never(*args, **kwargs):
+        raise AssertionError("ccq-eval's own suites called transformers' generate()")
+
+    for mixin in (GenerationMixin, FLAUnsupportedCacheGenerationMixin):  # the engine (ccq_eval/generation) decodes
+        monkeypatch.setattr(mixin, "generate", never)
     torch.manual_seed(0)
     model_dir = save_checkpoint(tiny_model(kind), tmp_path / kind)
     for suite, tasks in TASKS.items():

@@ -1,5 +1,6 @@
-"""What one efficiency unit measures, on the model as loaded: a prefill of L random tokens (one forward with
-the cache on, logits for the last position only), then N single-token decoding steps from that cache; the
+"""What one efficiency unit measures, on the model as loaded: a prefill of L random tokens (the generation engine's
+prefill: the cache on, logits for the last position only), then N single-token decoding steps from that cache (the
+engine's step); the
 cache's bytes as held by the model's own cache object after the prefill; the peak memory of the prefill.
 
 CUDA: timed with events after synchronisation, peak from ``max_memory_allocated`` above what was allocated
@@ -130,21 +131,23 @@ class _PeakMemory:
 
 @torch.no_grad()
 def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
-    """One prefill of ``ids`` ([1, L]) and ``decode_steps`` greedy steps after it."""
+    """One prefill of ``ids`` ([B, L]) and ``decode_steps`` greedy steps after it, through the generation engine's
+    own prefill and step (generation/layouts.py: packed, separate or padded, as the suites generate)."""
+    from ccq_eval.generation.layouts import layout_for
+
+    layout, prompts = layout_for(model), [tuple(row) for row in ids.tolist()]
     device = ids.device
     clock, peak = _Clock(device), _PeakMemory(device)
     peak.start()
     start = clock.now()
-    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    batch, logits = layout.prefill(prompts)
     end = clock.now()
     peak_bytes = peak.stop()
     prefill_s = clock.seconds(start, end)
-    cache = out.past_key_values
-    held = cache_bytes(cache)
-    token = out.logits[:, -1:].argmax(-1)
+    held = cache_bytes(batch.cache)
+    tokens = logits.argmax(-1).tolist()
     start = clock.now()
     for _ in range(decode_steps):
-        out = model(input_ids=token, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        tokens = layout.step(batch, tokens).argmax(-1).tolist()
     end = clock.now()
     return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held)

@@ -1,0 +1,144 @@
+"""How a batch of rows sits in a model's cache, by what the model's layers allow (``layout_for``).
+
+- ``packed``: every token mixer is a recurrence that reads no position and takes fla's variable-length
+  ``cu_seqlens`` (GLA, Gated DeltaNet, DeltaNet, HGRN2 and their CCQ versions). The prompts are prefilled as one
+  packed sequence, no padding inside the recurrence; each one's final state seeds its row of the cache. Rows are
+  independent, so a finished row leaves and a new prompt joins the running batch.
+- ``separate``: a position-free recurrence without ``cu_seqlens`` (fla's Mamba, Mamba2): each prompt is prefilled
+  alone and the caches are joined; rows leave and join as above.
+- ``padded``: anything that reads positions or keeps keys and values (attention, hybrids, RetNet's rotations,
+  transformers' models): the batch is prefilled left-padded under an attention mask, as lm-eval batches it, the mask
+  and positions grow with each step; finished rows leave, and the batch refills once it is empty."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ccq_eval.generation.cache_rows import copy_rows, join_rows, keep_rows
+
+PACKED_MIXERS = ("GatedLinearAttention", "GatedDeltaNet", "DeltaNet", "HGRN2Attention")
+SEPARATE_MIXERS = ("Mamba", "Mamba2")
+
+
+def _fla_mixer(module) -> str | None:
+    """The fla layer class a module is (or a CCQ subclass of), by name; None for anything else."""
+    return next((c.__name__ for c in type(module).__mro__ if c.__module__.startswith("fla.layers.")), None)
+
+
+def layout_name(model) -> str:
+    if not type(model).__module__.startswith(("fla.", "ccq_eval.")):
+        return "padded"  # transformers' own models: key/value caches and positions
+    mixers = {name for name in map(_fla_mixer, model.modules()) if name is not None}
+    if mixers and mixers <= set(PACKED_MIXERS):
+        return "packed"
+    if mixers and mixers <= set(PACKED_MIXERS + SEPARATE_MIXERS):
+        return "separate"
+    return "padded"
+
+
+@dataclass
+class Batch:
+    """The running rows' cache, and for the padded layout their attention mask and next positions."""
+
+    cache: object
+    mask: torch.Tensor | None = None
+    positions: torch.Tensor | None = None
+
+
+def _last_logits(out) -> torch.Tensor:
+    return out.logits[:, -1]
+
+
+class Independent:
+    """Rows that share nothing but the weights (``packed`` and ``separate``)."""
+
+    refills = True
+
+    def __init__(self, model, packed: bool):
+        self.model, self.packed = model, packed
+        self.name = "packed" if packed else "separate"
+
+    def _ids(self, tokens) -> torch.Tensor:
+        return torch.tensor(tokens, dtype=torch.long, device=self.model.device)
+
+    def prefill(self, prompts: list[tuple[int, ...]]) -> tuple[Batch, torch.Tensor]:
+        """The batch after each prompt, and each prompt's next-token logits [N, V]."""
+        if not self.packed:
+            outs = [self.model(self._ids(p)[None], use_cache=True, logits_to_keep=1) for p in prompts]
+            cache = outs[0].past_key_values
+            for out in outs[1:]:
+                join_rows(cache, out.past_key_values)
+            return Batch(cache), torch.cat([_last_logits(out) for out in outs])
+        ends = torch.tensor([len(p) for p in prompts]).cumsum(0)
+        cu_seqlens = torch.cat([torch.zeros(1, dtype=torch.long), ends]).to(self.model.device)
+        out = self.model(self._ids([t for p in prompts for t in p])[None], cu_seqlens=cu_seqlens, use_cache=True,
+                         logits_to_keep=cu_seqlens[1:] - 1)
+        return Batch(out.past_key_values), out.logits[0]
+
+    def step(self, batch: Batch, tokens: list[int]) -> torch.Tensor:
+        out = self.model(self._ids(tokens)[:, None], past_key_values=batch.cache, use_cache=True, logits_to_keep=1)
+        batch.cache = out.past_key_values
+        return _last_logits(out)
+
+    def keep(self, batch: Batch, rows: list[int]) -> None:
+        keep_rows(batch.cache, rows)
+
+    def copy(self, batch: Batch, rows: list[int]) -> Batch:
+        return Batch(copy_rows(batch.cache, rows))
+
+    def join(self, batch: Batch, more: Batch) -> None:
+        join_rows(batch.cache, more.cache)
+
+
+class Padded:
+    """Left-padded rows under an attention mask (positions from it, for transformers' models)."""
+
+    name, refills = "padded", False
+
+    def __init__(self, model):
+        self.model = model
+        # transformers' models take positions from the caller (generate() derives them from the mask); fla's layers
+        # derive them from the mask themselves
+        self.passes_positions = not type(model).__module__.startswith(("fla.", "ccq_eval."))
+
+    def prefill(self, prompts: list[tuple[int, ...]]) -> tuple[Batch, torch.Tensor]:
+        width, device = max(len(p) for p in prompts), self.model.device
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            ids[row, width - len(prompt):] = torch.tensor(prompt)
+            mask[row, width - len(prompt):] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        extra = {}
+        if self.passes_positions:
+            extra["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(ids, attention_mask=mask, use_cache=True, logits_to_keep=1, **extra)
+        return Batch(out.past_key_values, mask, mask.sum(-1)), _last_logits(out)
+
+    def step(self, batch: Batch, tokens: list[int]) -> torch.Tensor:
+        batch.mask = torch.cat([batch.mask, torch.ones_like(batch.mask[:, :1])], dim=1)
+        extra = {"position_ids": batch.positions[:, None]} if self.passes_positions else {}
+        ids = torch.tensor(tokens, dtype=torch.long, device=self.model.device)[:, None]
+        out = self.model(ids, attention_mask=batch.mask, past_key_values=batch.cache, use_cache=True,
+                         logits_to_keep=1, **extra)
+        batch.cache, batch.positions = out.past_key_values, batch.positions + 1
+        return _last_logits(out)
+
+    def keep(self, batch: Batch, rows: list[int]) -> None:
+        keep_rows(batch.cache, rows)
+        index = torch.tensor(rows, device=batch.mask.device)
+        batch.mask, batch.positions = batch.mask[index], batch.positions[index]
+
+    def copy(self, batch: Batch, rows: list[int]) -> Batch:
+        index = torch.tensor(rows, device=batch.mask.device)
+        return Batch(copy_rows(batch.cache, rows), batch.mask[index], batch.positions[index])
+
+    def join(self, batch: Batch, more: Batch) -> None:
+        raise NotImplementedError("a padded batch refills only once it is empty")
+
+
+def layout_for(model):
+    name = layout_name(model)
+    return Padded(model) if name == "padded" else Independent(model, packed=name == "packed")
