@@ -34,9 +34,13 @@ def test_the_exercise_runs_a_prefill_and_cached_decoding_steps(kind, tmp_path, m
     model = tiny_model(kind)
     calls = []
     forward = model.forward
-    monkeypatch.setattr(model, "forward", lambda *a, **k: calls.append(k["input_ids"].shape) or forward(*a, **k))
+    monkeypatch.setattr(model, "forward", lambda ids, **k: calls.append(
+        (tuple(ids.shape), k.get("cu_seqlens") is not None)) or forward(ids, **k))
     compilation = kernel_warmup.compile_kernels(model, 40, 3)
-    assert calls == [(3, 40)] + [(3, 1)] * kernel_warmup.DECODE_STEPS
+    # the engine's prefill (generation/layouts.py): the recurrent families packed as one sequence of three, fla's
+    # variable-length kernels; attention left-padded
+    prefill = ((1, 120), True) if kind != "transformer" else ((3, 40), False)
+    assert calls == [prefill] + [((3, 1), False)] * kernel_warmup.DECODE_STEPS
     assert compilation.new_cache_files == 0 and compilation.cache_dir == str(tmp_path / "triton")
 
 
