@@ -1,0 +1,40 @@
+"""The generation engine on fla's real kernels (interpreted): the packed prefill runs fla's variable-length kernels
+(``cu_seqlens``), and batch 3 over five requests gives the batch-1 reference's tokens (a full forward per token
+through the same kernels); a sample may part only at a tie of the reference's logits, and is named."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ccq_eval.generation.agreement import partings
+from ccq_eval.generation.engine import generate
+from ccq_eval.generation.layouts import layout_name
+from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from tests.generation.test_engine import TOKENIZER, requests
+from tests.helpers import tiny_model
+from tests.interpreter.patches import count_kernel_launches
+
+# the packed layout's two kernels families (about 90 s each interpreted); the other layouts call no variable-length
+# kernel and are compared on the CPU backend (tests/generation/test_engine.py)
+FAMILIES = {"gla": "packed", "ccq_gated_deltanet": "packed"}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_batch_three_on_fla_kernels_equals_batch_one(family, monkeypatch):
+    torch.manual_seed(0)
+    overrides = {"ccq_fixed_lambda": 0.5} if family.startswith("ccq") else {}
+    model = tiny_model(family, fuse_cross_entropy=False, **overrides)
+    assert layout_name(model) == FAMILIES[family]
+    packed = []
+    forward = model.forward
+    monkeypatch.setattr(model, "forward", lambda ids, **k: packed.append(k.get("cu_seqlens") is not None)
+                        or forward(ids, **k))
+    asked = requests()
+    with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+        got = generate(model, TOKENIZER, asked, batch_size=3)
+        parted = partings(model, TOKENIZER, asked, got)
+    assert launches, "fla's kernels ran"
+    assert any(packed) == (FAMILIES[family] == "packed")
+    assert all(p.tie for p in parted), parted  # named: request, token position, margin
+    assert len(parted) <= 1, parted
