@@ -15,11 +15,12 @@ large mean. Sigma is shift-invariant, so the fast path works on keys shifted by 
 
 from __future__ import annotations
 
-import contextlib
-
 from dataclasses import dataclass
 
 import torch
+
+from ccq_eval.models import fp32_matmul
+from ccq_eval.models.fp32_matmul import ieee_fp32
 
 SIGMA_SCALES = ("none", "trace")
 TRACE_EPS = 1e-6
@@ -70,23 +71,12 @@ def _apply_trace_scale(sigma_q: torch.Tensor, trace: torch.Tensor) -> torch.Tens
 
 FP32_BOUND = 1e-4  # relative error against the float64 definition that fp32 inputs must meet
 
-# How the second moment is computed: "torch" (chunked matmuls in IEEE fp32 on every device), or "fla"
-# (fla's chunk_simple_gla kernel). On Ampere and newer GPUs the kernel's fp32 tl.dot runs in TF32 (10
-# mantissa bits): 1e-3 to 1e-2 relative error, measured under Triton's interpreter with TF32-rounded dots
-# (tests/interpreter), above FP32_BOUND. So the default is "torch"; "fla" stays for measuring it.
+# How the second moment is computed: "torch" (chunked matmuls at fp32 precision on every device: IEEE on a
+# CPU, 3xTF32 on a GPU's tensor cores; fp32_matmul.py), or "fla" (fla's chunk_simple_gla kernel). On Ampere and
+# newer GPUs the kernel's fp32 tl.dot runs in one TF32 pass (10 mantissa bits): 1e-3 to 1e-2 relative error,
+# measured under Triton's interpreter with TF32-rounded dots (tests/interpreter), above FP32_BOUND. So the
+# default is "torch"; "fla" stays for measuring it.
 SECOND_MOMENT = "torch"
-
-
-@contextlib.contextmanager
-def ieee_fp32():
-    """fp32 matmuls in full IEEE precision inside the block, whatever the process set (TF32 via
-    torch.set_float32_matmul_precision('high'), as some libraries do)."""
-    saved = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(saved)
 
 
 def running_key_sums(q, kc, s0, p0, chunk_size=64, kernel: str | None = None):
@@ -112,16 +102,16 @@ def running_key_sums(q, kc, s0, p0, chunk_size=64, kernel: str | None = None):
         key_sum = s0.unsqueeze(1) + kc.cumsum(dim=1)
         sq_norm = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1).unsqueeze(1) + (kc * kc).sum(-1).cumsum(dim=1)
         return key_sum, second_q, sq_norm, p0 + torch.einsum("bthi,bthj->bhij", kc, kc)
-    with ieee_fp32():
-        return _torch_key_sums(q, kc, s0, p0, chunk_size, loop=q.device.type == "cpu")
+    return _torch_key_sums(q, kc, s0, p0, chunk_size, loop=q.device.type == "cpu")
 
 
 def entering_states(p0: torch.Tensor, outer: torch.Tensor, loop: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(the state entering each chunk [B, H, NC, D, D], the final state): p0 plus the outer products of the
-    chunks before; a Python loop (the reference, and faster on CPU) or one cumsum (fewer launches on a GPU)."""
+    chunks before; a Python loop (the reference, and faster on CPU) or one exclusive cumsum in place (a GPU: two
+    passes over these, the read's largest tensors, where inclusive-minus-own took five)."""
     if not loop:
-        inclusive = p0.unsqueeze(2) + outer.cumsum(dim=2)
-        return inclusive - outer, inclusive[:, :, -1]
+        entering = torch.cat([p0.unsqueeze(2), outer[:, :, :-1]], dim=2).cumsum_(dim=2)
+        return entering, entering[:, :, -1] + outer[:, :, -1]
     entering = []  # a list: slice assignment costs autograd dearly
     state = p0
     for n in range(outer.shape[2]):
@@ -143,11 +133,12 @@ def _torch_key_sums(q, kc, s0, p0, chunk_size, loop):
     totals = with_norm.sum(dim=3)  # [B, H, NC, D + 1]
     start = torch.cat([s0, torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1, keepdim=True)], dim=-1)
     before = start.unsqueeze(2) + totals.cumsum(dim=2) - totals
-    sums = tri @ with_norm + before.unsqueeze(3)
-    outer = kcc.transpose(-1, -2) @ kcc  # [B, H, NC, D, D]
+    mm = fp32_matmul.matmul
+    sums = mm(tri, with_norm, exact_left=True) + before.unsqueeze(3)
+    outer = mm(kcc.transpose(-1, -2), kcc)  # [B, H, NC, D, D]
     entering, state = entering_states(p0, outer, loop)
     # every prefix state is symmetric, so q @ P == (P q)^T
-    second = ((qc @ kcc.transpose(-1, -2)) * tri) @ kcc + qc @ entering
+    second = mm(mm(qc, kcc.transpose(-1, -2)) * tri, kcc) + mm(qc, entering)
 
     def unchunk(x):
         return x.reshape(B, H, NC * C, x.shape[-1])[:, :, :T].transpose(1, 2)
@@ -295,7 +286,8 @@ def contract_query_step(
     mean1 = mean + delta / n1
     w = (n.view(B, 1, 1) / n1).unsqueeze(-1)
     cov1 = (n.view(B, 1, 1, 1) * cov + w * delta.unsqueeze(-1) * delta.unsqueeze(-2)) / n1.unsqueeze(-1)
-    sigma_q = (cov1 @ qf.unsqueeze(-1)).squeeze(-1)
+    with ieee_fp32():  # one small matvec a step: no TF32 (a process may allow it), and one launch
+        sigma_q = (cov1 @ qf.unsqueeze(-1)).squeeze(-1)
     if sigma_scale == "trace":
         sigma_q = _apply_trace_scale(sigma_q, torch.diagonal(cov1, dim1=-2, dim2=-1).sum(-1))
     q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype).unsqueeze(1)

@@ -1,0 +1,241 @@
+"""Where CCQ's read spends its time: one CCQ-GLA and one CCQ-GDN layer at the 1.3B shape (GLA: hidden 2048, 4
+heads, d_k 256; Gated DeltaNet: 8 heads, d_k 128) over a prefill of 8 x 4K tokens in bfloat16 (the GPU check's
+throughput shape), beside its backbone layer with the same weights.
+
+Two views of the same forward:
+- torch.profiler: the ops the CCQ layer adds, by self CPU time on this machine;
+- every aten op the layer dispatches, with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors
+  in and out), grouped by the CUDA kernel it becomes on a GPU, and priced at an H200's rates (IEEE fp32 matmuls on
+  CUDA cores, TF32 / bf16 on tensor cores, elementwise work at memory bandwidth): an estimate of where the GPU's
+  time goes, where no GPU is at hand to profile. CCQ is priced as shipped (IEEE fp32 matmuls) and with 3xTF32
+  (fp32_matmul.py), the chunk states in the one-cumsum form CUDA takes.
+
+    python benchmarks/ccq_profile.py [--batch 8] [--length 4096] [--family gla,gated_deltanet] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import flop_registry
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# an H200 SXM's peaks: dense fp32 on CUDA cores, TF32 and bf16 on tensor cores, HBM3e bandwidth
+H200 = {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12, "bytes": 4.8e12}
+SHAPES = {"gla": dict(hidden=2048, heads=4), "gated_deltanet": dict(hidden=2048, heads=8, head_dim=128)}
+MATMULS = {"mm", "bmm", "addmm", "baddbmm"}
+SCANS = {"cumsum", "cumsum_"}
+VIEWS = {"view", "_unsafe_view", "expand", "transpose", "t", "permute", "slice", "select", "unsqueeze", "squeeze",
+         "alias", "detach", "as_strided", "split", "unbind", "diagonal", "split_with_sizes", "lift_fresh"}
+
+
+def build(family: str, device: str, dtype: torch.dtype):
+    """(backbone layer, CCQ layer) of the 1.3B shape with identical weights."""
+    import copy
+
+    from ccq_eval.families.gated_deltanet.ccq import CCQGatedDeltaNet
+    from ccq_eval.families.gla.ccq import CCQGatedLinearAttention
+    from ccq_eval.models.ccq_read import CCQSettings, attach_ccq
+
+    torch.manual_seed(0)
+    shape = SHAPES[family]
+    if family == "gla":
+        from fla.layers.gla import GatedLinearAttention
+
+        base, ccq_class = GatedLinearAttention(hidden_size=shape["hidden"], num_heads=shape["heads"],
+                                               layer_idx=0), CCQGatedLinearAttention
+    else:
+        from fla.layers.gated_deltanet import GatedDeltaNet
+
+        base, ccq_class = GatedDeltaNet(hidden_size=shape["hidden"], num_heads=shape["heads"],
+                                        head_dim=shape["head_dim"], layer_idx=0), CCQGatedDeltaNet
+    base = base.to(device=device, dtype=dtype).eval()
+    ccq = attach_ccq(copy.deepcopy(base), ccq_class, base.num_heads, base.head_k_dim, CCQSettings())
+    return base, ccq.to(device=device, dtype=dtype).eval()
+
+
+def kernel_of(name: str, dtype: torch.dtype, precision: str) -> str:
+    """The CUDA kernel class an aten op becomes on a GPU."""
+    if name in MATMULS:
+        if dtype == torch.float32:
+            return "cuBLAS SGEMM, IEEE fp32 (CUDA cores)" if precision == "highest" else "cuBLAS GEMM, TF32 tensor cores"
+        return f"cuBLAS GEMM, {str(dtype).removeprefix('torch.')} tensor cores"
+    if name in SCANS:
+        return "cub scan (cumsum)"
+    if name in {"cat", "constant_pad_nd", "stack", "clone", "copy_", "_to_copy", "contiguous"}:
+        return "copies (cat, pad, casts)"
+    return "elementwise / reductions"
+
+
+def price(kernel: str, flops: float, nbytes: float) -> float:
+    """Seconds on an H200 at peak: the larger of the compute and the memory time."""
+    if "IEEE fp32" in kernel:
+        rate = H200["fp32"]
+    elif "TF32" in kernel:
+        rate = H200["tf32"]
+    else:
+        rate = H200["bf16"]
+    return max(flops / rate, nbytes / H200["bytes"])
+
+
+def tensor_bytes(*trees) -> int:
+    return sum(t.numel() * t.element_size() for t in tree_leaves(trees) if isinstance(t, torch.Tensor))
+
+
+class OpLedger(TorchDispatchMode):
+    """Every aten op under it: kernel class, FLOPs, bytes in and out, and CPU seconds. Inside one of fla's
+    functions (``inside``), its ops count as that one kernel: FLOPs summed, bytes only its own in and out."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows = defaultdict(lambda: {"ops": 0, "flops": 0.0, "bytes": 0.0, "seconds": 0.0, "h200": 0.0})
+        self.fla_flops: float | None = None
+
+    def add(self, kernel: str, flops: float, nbytes: float, seconds: float) -> None:
+        row = self.rows[kernel]
+        row["ops"] += 1
+        row["flops"] += flops
+        row["bytes"] += nbytes
+        row["seconds"] += seconds
+        row["h200"] += price(kernel, flops, nbytes)
+
+    def inside(self, name: str, function):
+        def scoped(*args, **kwargs):
+            if self.fla_flops is not None:  # nested in another fla function: part of that kernel
+                return function(*args, **kwargs)
+            self.fla_flops, start = 0.0, time.perf_counter()
+            try:
+                out = function(*args, **kwargs)
+            finally:
+                flops, self.fla_flops = self.fla_flops, None
+            self.add(f"fla Triton kernel ({name})", flops, tensor_bytes(args, kwargs, out),
+                     time.perf_counter() - start)
+            return out
+        return scoped
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        start = time.perf_counter()
+        out = func(*args, **kwargs)
+        seconds = time.perf_counter() - start
+        name = func._overloadpacket.__name__
+        formula = flop_registry.get(func._overloadpacket)
+        flops = formula(*args, **kwargs, out_val=out) if formula else 0
+        if self.fla_flops is not None:
+            self.fla_flops += flops
+        elif name not in VIEWS:
+            dtype = next((t.dtype for t in tree_leaves((args, out)) if isinstance(t, torch.Tensor)), torch.float32)
+            self.add(kernel_of(name, dtype, torch.get_float32_matmul_precision()), flops,
+                     tensor_bytes(args, kwargs, out), seconds)
+        return out
+
+
+@contextlib.contextmanager
+def fla_functions_scoped(book: OpLedger):
+    """fla's functions that the CPU backend replaces, each counted as the one kernel it is on a GPU."""
+    from ccq_eval.models.cpu_backend import _resolve, _set, patches
+
+    saved = []
+    for patch in patches():
+        if "[" in patch.symbol or "." in patch.symbol:  # dict entries and methods: norms' and losses' internals
+            continue
+        container, key, current = _resolve(patch)
+        if current is not None:
+            saved.append((container, key, current))
+            _set(container, key, book.inside(key, current))
+    try:
+        yield
+    finally:
+        for container, key, current in saved:
+            _set(container, key, current)
+
+
+@contextlib.contextmanager
+def gpu_forms(fp32_mode: str):
+    """CCQ's read as it runs on CUDA: the chunk states by one cumsum (the CPU loops), fp32 matmuls in fp32_mode."""
+    from ccq_eval.models import ccq, fp32_matmul
+
+    entering, mode = ccq.entering_states, fp32_matmul.MODE
+    ccq.entering_states = lambda p0, outer, loop: entering(p0, outer, loop=False)
+    fp32_matmul.MODE = fp32_mode
+    try:
+        yield
+    finally:
+        ccq.entering_states, fp32_matmul.MODE = entering, mode
+
+
+def ledger(layer, x, fp32_mode: str = "ieee") -> dict:
+    book = OpLedger()
+    with torch.no_grad(), gpu_forms(fp32_mode), fla_functions_scoped(book), book:
+        layer(x)
+    return dict(book.rows)
+
+
+def added_ops(base, ccq, x, top: int) -> list[tuple[str, float, float]]:
+    """(op, CCQ layer's self CPU ms, backbone's) for the ops whose time CCQ adds most, by torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def self_ms(layer):
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+            layer(x)
+        return {e.key: e.self_cpu_time_total / 1e3 for e in prof.key_averages()}
+
+    with_ccq, without = self_ms(ccq), self_ms(base)
+    rows = [(op, ms, without.get(op, 0.0)) for op, ms in with_ccq.items()]
+    return sorted(rows, key=lambda r: r[2] - r[1])[:top]
+
+
+def report(family: str, batch: int, length: int, device: str, dtype: torch.dtype, top: int) -> None:
+    if device == "cpu":
+        from ccq_eval.models.cpu_backend import install_cpu_backend
+
+        install_cpu_backend()
+    base, ccq = build(family, device, dtype)
+    x = torch.randn(batch, length, SHAPES[family]["hidden"], device=device, dtype=dtype)
+    with torch.no_grad():
+        base(x), ccq(x)  # warm-up
+    print(f"\n## {family}: one layer, {batch} x {length} tokens, {dtype}")
+    print("\ntorch.profiler, self CPU ms (the ops CCQ adds most):")
+    for op, ms, base_ms in added_ops(base, ccq, x, top):
+        print(f"  {op:32s} CCQ {ms:9.1f}  backbone {base_ms:9.1f}")
+    books = {"backbone": ledger(base, x), "CCQ": ledger(ccq, x), "CCQ 3xTF32": ledger(ccq, x, "3xtf32")}
+    print("\nby CUDA kernel class: ops, GFLOP, GB moved, CPU ms here, H200 ms at peak (estimate)")
+    for kernel in sorted(set(books["CCQ"]) | set(books["backbone"])):
+        for name, book in books.items():
+            r = book.get(kernel)
+            if r:
+                print(f"  {kernel:44s} {name:10s} {r['ops']:5d} {r['flops'] / 1e9:9.2f} {r['bytes'] / 1e9:8.2f} "
+                      f"{r['seconds'] * 1e3:9.1f} {r['h200'] * 1e3:8.3f}")
+    totals = {name: sum(r["h200"] for r in book.values()) for name, book in books.items()}
+    print("\n  total, H200 estimate at peak: " + ", ".join(
+        f"{name} {ms * 1e3:.3f} ms ({ms / totals['backbone']:.2f}x)" for name, ms in totals.items()))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--family", default="gla,gated_deltanet")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="bfloat16", help="the model's dtype, as a GPU runs it (CCQ's statistics "
+                        "are float32 whatever it is)")
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    for family in args.family.split(","):
+        report(family, args.batch, args.length, args.device, getattr(torch, args.dtype), args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""float32 matmuls at float32's precision, on tensor cores where a GPU has them.
+
+CCQ's statistics need fp32's 24 mantissa bits (FP32_BOUND in ccq.py); TF32's 10 miss it. IEEE fp32 on a GPU runs on
+CUDA cores, at a fraction of the tensor cores' rate. 3xTF32 (as CUTLASS does it) splits each operand into a TF32
+part and the float32 remainder, ``a = a_hi + a_lo``, and sums three TF32 products, ``a_hi b_hi + a_hi b_lo + a_lo
+b_hi``, accumulated in fp32; the dropped ``a_lo b_lo`` and the rounding of the remainders are ~2^-21 of the
+product, the size of fp32's own rounding over a long sum.
+
+``MODE`` picks it: "ieee" (the default on every device) or "3xtf32". In CCQ's read, written as torch ops, the
+split's own passes (rounding, remainders, three products summed) move more memory than the tensor cores save in
+compute: an H200 estimate of 1.3B-shaped layers puts the read at about twice the time with it
+(benchmarks/ccq_profile.py; docs/gpu.md). It pays inside a fused kernel that splits in registers, as CUTLASS does.
+On a CPU, which has no TF32, the three products are exact fp32 and only cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+MODES = ("ieee", "3xtf32")
+MODE = "ieee"
+_TF32_DROPPED_BITS = 13  # float32 keeps 23 stored mantissa bits, TF32 10
+
+
+@contextlib.contextmanager
+def matmul_precision(precision: str):
+    """torch's fp32 matmul precision inside the block ("highest": IEEE; "high": TF32 allowed), whatever the
+    process set (some libraries set TF32 process-wide)."""
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+def ieee_fp32():
+    """fp32 matmuls in full IEEE precision inside the block."""
+    return matmul_precision("highest")
+
+
+def round_to_tf32(x: torch.Tensor) -> torch.Tensor:
+    """x (float32) rounded to TF32's 10 mantissa bits, to nearest, kept in float32."""
+    bits = x.view(torch.int32)
+    half = 1 << (_TF32_DROPPED_BITS - 1)
+    return ((bits + half) & -(1 << _TF32_DROPPED_BITS)).view(torch.float32)
+
+
+def split_tf32(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hi, lo) with hi exact in TF32 and hi + lo == x exactly."""
+    hi = round_to_tf32(x)
+    return hi, x - hi
+
+
+def tf32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """One matmul with TF32 allowed (tensor cores on a GPU; exact fp32 on a CPU)."""
+    with matmul_precision("high"):
+        return a @ b
+
+
+def mode() -> str:
+    if MODE not in MODES:
+        raise ValueError(f"fp32_matmul.MODE must be one of {MODES}, got {MODE!r}")
+    return MODE
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.Tensor:
+    """``a @ b`` at fp32 precision for float32 operands; other dtypes as they are. exact_left: ``a`` holds
+    values TF32 represents exactly (a 0/1 mask), so its remainder term is skipped."""
+    if a.dtype != torch.float32 or mode() == "ieee":
+        with ieee_fp32():
+            return a @ b
+    b_hi, b_lo = split_tf32(b)
+    if exact_left:
+        return tf32_matmul(a, b_hi) + tf32_matmul(a, b_lo)
+    a_hi, a_lo = split_tf32(a)
+    return tf32_matmul(a_hi, b_hi) + (tf32_matmul(a_hi, b_lo) + tf32_matmul(a_lo, b_hi))
