@@ -13,6 +13,7 @@ import torch
 
 from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.request import Request, Result, StopRule
+from ccq_eval.generation.static_rows import StaticRows
 
 
 def _pick(logits: torch.Tensor, banned: list[frozenset[int]]) -> list[int]:
@@ -40,18 +41,16 @@ def _score(layout, batch, rows: list[int], logits: torch.Tensor, continuations: 
 class _Run:
     """One call's state: the requests, their results and stop rules, the running rows (request indices)."""
 
-    def __init__(self, model, tokenizer, requests: list[Request], batch_size: int):
-        self.layout = layout_for(model)
+    def __init__(self, layout, tokenizer, requests: list[Request], batch_size: int):
+        self.layout = layout
         self.requests, self.batch_size = requests, max(1, batch_size)
         self.results = [Result() for _ in requests]
         self.rules = [StopRule(r, tokenizer) for r in requests]
         self.queue, self.running, self.batch = deque(range(len(requests))), [], None
 
-    def admit(self) -> None:
-        """Prefill the next prompts into the free rows; each takes its first token there."""
-        free = self.batch_size - len(self.running)
-        if not self.queue or free <= 0 or (self.running and not self.layout.refills):
-            return
+    def enter(self, free: int) -> tuple[list[int], object, list[int]]:
+        """Prefill up to ``free`` prompts from the queue, score their continuations and take their first tokens:
+        (the entering requests, their batch, the rows of those still running)."""
         entering = [self.queue.popleft() for _ in range(min(free, len(self.queue)))]
         batch, logits = self.layout.prefill([self.requests[i].prompt for i in entering])
         scored = [row for row, i in enumerate(entering) if self.requests[i].score]
@@ -59,23 +58,38 @@ class _Run:
             nlls = _score(self.layout, batch, scored, logits, [self.requests[entering[r]].score for r in scored])
             for row, nll in zip(scored, nlls):
                 self.results[entering[row]].continuation_nll = nll
-        still = self.advance(entering, batch, logits)
-        if not still:
+        return entering, batch, self.append(entering, logits)
+
+    def admit(self) -> None:
+        """Prefill the next prompts into the free rows; each takes its first token there."""
+        free = self.batch_size - len(self.running)
+        if not self.queue or free <= 0 or (self.running and not self.layout.refills):
             return
+        entering, batch, rows = self.enter(free)
+        if not rows:
+            return
+        if len(rows) < len(entering):
+            self.layout.keep(batch, rows)
+        still = [entering[row] for row in rows]
         if not self.running:
             self.batch, self.running = batch, still
         else:
             self.layout.join(self.batch, batch)
             self.running = self.running + still
 
-    def advance(self, rows: list[int], batch, logits: torch.Tensor) -> list[int]:
-        """Append each row's next token; drop the rows that are done from ``batch``; the request indices kept."""
-        picked = _pick(logits, [self.rules[i].banned(len(self.results[i].tokens)) for i in rows])
+    def append(self, requests: list[int], logits: torch.Tensor) -> list[int]:
+        """Append each request's next token (``logits``' rows, in order); the positions of those not done."""
+        picked = _pick(logits, [self.rules[i].banned(len(self.results[i].tokens)) for i in requests])
         keep = []
-        for row, (i, token) in enumerate(zip(rows, picked)):
+        for row, (i, token) in enumerate(zip(requests, picked)):
             self.results[i].tokens.append(token)
             if not self.rules[i].done(self.results[i]):
                 keep.append(row)
+        return keep
+
+    def advance(self, rows: list[int], batch, logits: torch.Tensor) -> list[int]:
+        """Append each row's next token; drop the rows that are done from ``batch``; the request indices kept."""
+        keep = self.append(rows, logits)
         if keep and len(keep) < len(rows):
             self.layout.keep(batch, keep)
         return [rows[row] for row in keep]
@@ -92,7 +106,49 @@ class _Run:
         return self.results
 
 
-def generate(model, tokenizer, requests: list[Request], batch_size: int = 1) -> list[Result]:
-    """Greedy continuations of every request, in the requests' order (they run in it: give them longest first)."""
+class _StaticRun(_Run):
+    """The same queue through ``batch_size`` fixed slots (static_rows.py): a finished row frees its slot, a new
+    prompt's state is copied into it, and every step runs the full width, as a CUDA graph where one was captured."""
+
+    def __init__(self, layout, tokenizer, requests: list[Request], batch_size: int, capture: bool):
+        super().__init__(layout, tokenizer, requests, batch_size)
+        self.capture, self.rows, self.slots = capture, None, [None] * self.batch_size  # slot -> request
+
+    def admit(self) -> None:
+        free = [slot for slot, i in enumerate(self.slots) if i is None]
+        if not self.queue or not free:
+            return
+        entering, batch, rows = self.enter(len(free))
+        if not rows:
+            return
+        if self.rows is None:
+            self.rows = StaticRows(self.layout.model, batch.cache, len(entering), self.batch_size, self.capture)
+            free = list(range(len(entering)))
+        self.rows.place(free[:len(rows)], batch.cache, rows)
+        for slot, row in zip(free, rows):
+            self.slots[slot] = entering[row]
+        self.running = [i for i in self.slots if i is not None]
+
+    def step(self) -> None:
+        tokens = [self.results[i].tokens[-1] if i is not None else 0 for i in self.slots]
+        logits = self.rows.step(tokens)
+        busy = [slot for slot, i in enumerate(self.slots) if i is not None]
+        going = set(self.append([self.slots[slot] for slot in busy], logits[busy]))
+        for position, slot in enumerate(busy):
+            if position not in going:
+                self.slots[slot] = None
+        self.running = [i for i in self.slots if i is not None]
+
+
+def generate(model, tokenizer, requests: list[Request], batch_size: int = 1, static: bool | None = None) -> list[Result]:
+    """Greedy continuations of every request, in the requests' order (they run in it: give them longest first).
+
+    static: fixed slots, as a CUDA graph needs (``_StaticRun``); by default on CUDA for the layouts whose rows are
+    independent, where the decoding step is then captured. Elsewhere rows leave the batch and it shrinks."""
+    layout = layout_for(model)
+    on_cuda = model.device.type == "cuda"
+    static = layout.refills and on_cuda if static is None else static and layout.refills
     with torch.no_grad():
-        return _Run(model, tokenizer, requests, batch_size)()
+        if static:
+            return _StaticRun(layout, tokenizer, requests, batch_size, capture=on_cuda)()
+        return _Run(layout, tokenizer, requests, batch_size)()

@@ -92,3 +92,31 @@ def test_a_parting_is_named_and_judged_by_the_reference_s_margin():
     named = [p for p in partings(model, TOKENIZER, asked, forged) if p.index == 0]
     assert len(named) == 1 and named[0].position == 3 and not named[0].tie
     assert first_difference([1, 2, 3], [1, 2]) == 2 and first_difference([1, 2], [1, 2]) is None
+
+
+INDEPENDENT = [kind for kind, layout in LAYOUT.items() if layout != "padded"]
+
+
+@pytest.mark.parametrize("kind", INDEPENDENT)
+def test_fixed_slots_equal_the_reference(kind):
+    """The static batch a CUDA graph replays (slots refilled in place, the cache in fixed buffers), stepped eagerly."""
+    torch.manual_seed(0)
+    model = tiny_model(kind).double()
+    asked = requests()
+    got = generate(model, TOKENIZER, asked, batch_size=3, static=True)
+    for request, result in zip(asked, got):
+        reference, _ = generate_one(model, TOKENIZER, request)
+        assert result.tokens == reference.tokens
+        if request.score:
+            assert result.continuation_nll == pytest.approx(reference.continuation_nll, rel=1e-7)
+
+
+@pytest.mark.parametrize("rule", ["stop_ids", "until", "stop_when"])
+def test_fixed_slots_keep_every_stop_rule(rule):
+    torch.manual_seed(0)
+    model = tiny_model("ccq_gla").double()
+    stopped = [with_stops(r, generate_one(model, TOKENIZER, r)[0].tokens, rule) for r in requests()
+               if r.max_new_tokens >= 6]
+    got = generate(model, TOKENIZER, stopped, batch_size=2, static=True)
+    for request, result in zip(stopped, got):
+        assert result.tokens == generate_one(model, TOKENIZER, request)[0].tokens

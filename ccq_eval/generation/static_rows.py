@@ -1,0 +1,165 @@
+"""A batch of fixed width whose cache lives in fixed buffers, for the independent layouts (packed, separate): the
+shape a CUDA graph of the decoding step needs.
+
+A row is a slot. A finished row frees its slot and keeps being stepped (its tokens are ignored) until a new prompt's
+state is copied into it; the width, the buffers and their addresses never change. A step reads the cache from the
+buffers and writes the new states back into them (fla's layers return new tensors; the copies bring them home), so
+on CUDA the whole step, copies included, is captured once as a CUDA graph and replayed.
+
+The capture checks itself where it runs: the first replay is compared with the same step run eagerly from the same
+state; a capture that fails, or a replay that differs, falls back to eager steps and says why, once per model. On any
+other device the same buffers are stepped eagerly (what the CPU tests check against the reference)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields, is_dataclass
+
+import torch
+
+from ccq_eval.generation.cache_rows import copy_rows
+
+_WARNED: set[str] = set()
+# a replay that parts from the eager step by more than this (relative to the largest value) is wrong, not rounding
+REPLAY_TOLERANCE = 1e-3
+
+
+def leaves(state) -> list[torch.Tensor]:
+    """The tensors of one layer's cache state, in a fixed order."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, dict):
+        return [t for key in state for t in leaves(state[key])]
+    if isinstance(state, (tuple, list)):
+        return [t for item in state for t in leaves(item)]
+    if is_dataclass(state):
+        return [t for f in fields(state) for t in leaves(getattr(state, f.name))]
+    return []
+
+
+def rebuild(state, tensors):
+    """``state`` with its tensors replaced, in ``leaves`` order, from the iterator ``tensors``."""
+    if isinstance(state, torch.Tensor):
+        return next(tensors)
+    if isinstance(state, dict):
+        return {key: rebuild(state[key], tensors) for key in state}
+    if isinstance(state, (tuple, list)):
+        return type(state)(rebuild(item, tensors) for item in state)
+    if is_dataclass(state):
+        return type(state)(**{f.name: rebuild(getattr(state, f.name), tensors) for f in fields(state)})
+    return state
+
+
+def _say_once(model, why: str) -> None:
+    name = type(model).__name__
+    if name not in _WARNED:
+        _WARNED.add(name)
+        warnings.warn(f"{name}: decoding runs step by step, without a CUDA graph ({why})", stacklevel=3)
+
+
+class StaticRows:
+    """``width`` slots over one model's cache, seeded by the first prefill's rows (repeated to fill the width)."""
+
+    def __init__(self, model, cache, rows: int, width: int, capture: bool):
+        self.model, self.width = model, width
+        self.cache = copy_rows(cache, [r % rows for r in range(width)]) if rows != width else cache
+        self.buffers = [t for layer in self.cache.layers for t in leaves(layer.state)]
+        self.ids = torch.zeros((width, 1), dtype=torch.long, device=model.device)
+        self.logits: torch.Tensor | None = None
+        self.graph, self.capture = None, capture  # capture: on CUDA (the engine decides)
+
+    def place(self, slots: list[int], cache, rows: list[int]) -> None:
+        """Copy rows of another cache of the same model (a new prefill) into these slots."""
+        incoming = [t for layer in cache.layers for t in leaves(layer.state)]
+        index = torch.tensor(rows, device=self.ids.device)
+        at = torch.tensor(slots, device=self.ids.device)
+        for buffer, new in zip(self.buffers, incoming, strict=True):
+            buffer.index_copy_(0, at, new.index_select(0, index).to(buffer.dtype))
+
+    def _eager(self) -> torch.Tensor:
+        """One step from the buffers, the new states copied back into them; the logits [width, V]."""
+        out = self.model(self.ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        self.cache = out.past_key_values
+        for layer in self.cache.layers:
+            new = leaves(layer.state)
+            layer.state = rebuild(layer.state, iter(self._home(new)))
+        return out.logits[:, -1]
+
+    def _home(self, new: list[torch.Tensor]):
+        buffers = self._take(len(new))
+        for buffer, tensor in zip(buffers, new, strict=True):
+            if tensor.data_ptr() != buffer.data_ptr():
+                buffer.copy_(tensor)
+        return buffers
+
+    def _take(self, n: int) -> list[torch.Tensor]:
+        taken, self._next = self.buffers[self._next:self._next + n], self._next + n
+        return taken
+
+    def _run_eager(self) -> torch.Tensor:
+        self._next = 0
+        logits = self._eager()
+        if self._next != len(self.buffers):
+            raise RuntimeError(f"the cache's states changed shape in a step ({self._next} tensors, "
+                               f"{len(self.buffers)} buffers)")
+        return logits
+
+    def step(self, tokens: list[int]) -> torch.Tensor:
+        """Feed each slot its token; the slots' next-token logits [width, V]."""
+        self.ids.copy_(torch.tensor(tokens, dtype=torch.long)[:, None])
+        if self.capture and self.graph is None:
+            return self._capture_and_step()
+        if self.graph is None:
+            return self._run_eager()
+        self.graph.replay()
+        return self.logits
+
+    def _snapshot(self) -> list[torch.Tensor]:
+        return [b.clone() for b in self.buffers]
+
+    def _restore(self, saved: list[torch.Tensor]) -> None:
+        for buffer, value in zip(self.buffers, saved):
+            buffer.copy_(value)
+
+    def _capture_and_step(self) -> torch.Tensor:
+        """Warm up (fla compiles and tunes its kernels on first use), capture, and check the first replay against
+        the same step run eagerly; that replay is this step."""
+        self.capture = False  # one try per batch
+        before = self._snapshot()
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    self._run_eager()
+                    self._restore(before)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.logits = self._run_eager()
+        except Exception as exc:  # noqa: BLE001 - any failure to capture means eager steps, said once
+            self._restore(before)
+            _say_once(self.model, f"capture failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            return self._run_eager()
+        self._restore(before)
+        expected_logits = self._run_eager().clone()
+        expected_state = self._snapshot()
+        self._restore(before)
+        graph.replay()
+        differs = _largest_difference([self.logits, *self.buffers], [expected_logits, *expected_state])
+        if differs > REPLAY_TOLERANCE:
+            self._restore(expected_state)
+            _say_once(self.model, f"the graph's first step differed from the eager step by {differs:.3g}")
+            return expected_logits
+        self.graph = graph
+        return self.logits
+
+
+def _largest_difference(got: list[torch.Tensor], expected: list[torch.Tensor]) -> float:
+    """The largest difference over the tensors, relative to each one's largest value."""
+    worst = 0.0
+    for a, b in zip(got, expected, strict=True):
+        if not torch.equal(a, b):
+            scale = b.double().abs().max().clamp_min(1e-30)
+            worst = max(worst, float((a.double() - b.double()).abs().max() / scale))
+    return worst

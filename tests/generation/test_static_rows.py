@@ -1,0 +1,114 @@
+"""Fixed slots (generation/static_rows.py): the cache stays in the same buffers step after step, and the CUDA graph's
+self-check, run here against a stand-in for torch.cuda's graph API: a replay that matches the eager step is kept; a
+capture that fails, or a replay that parts from the eager step, falls back to eager steps, says why once, and
+changes no token."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import pytest
+import torch
+
+from ccq_eval.generation import static_rows
+from ccq_eval.generation.engine import _StaticRun, generate
+from ccq_eval.generation.layouts import layout_for
+from ccq_eval.generation.reference import generate_one
+from ccq_eval.generation.static_rows import StaticRows, leaves, rebuild
+from ccq_eval.models.ccq import CCQState
+from tests.generation.test_engine import TOKENIZER, requests
+from tests.helpers import tiny_model
+
+
+def test_leaves_and_rebuild_walk_every_state_kind():
+    state = {"recurrent_state": (torch.zeros(2, 3), CCQState(torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1, 1))),
+             "conv_state": (torch.zeros(2, 4),), "attn_state": None, "offset": 7}
+    found = leaves(state)
+    assert len(found) == 5
+    rebuilt = rebuild(state, iter([t + 1 for t in found]))
+    assert [float(t.sum()) for t in leaves(rebuilt)] == [float((t + 1).sum()) for t in found]
+    assert rebuilt["offset"] == 7 and rebuilt["attn_state"] is None
+    assert isinstance(rebuilt["recurrent_state"][1], CCQState)
+
+
+@torch.no_grad()
+def test_the_cache_stays_in_its_buffers_and_moves_on():
+    torch.manual_seed(0)
+    model = tiny_model("ccq_gated_deltanet").double()
+    layout = layout_for(model)
+    batch, _ = layout.prefill([(1, 2, 3, 4), (5, 6)])
+    rows = StaticRows(model, batch.cache, rows=2, width=3, capture=False)
+    addresses = [b.data_ptr() for b in rows.buffers]
+    before = [b.clone() for b in rows.buffers]
+    rows.step([7, 8, 9])
+    state = [t for layer in rows.cache.layers for t in leaves(layer.state)]
+    assert [t.data_ptr() for t in state] == addresses  # the cache reads the buffers
+    assert any(not torch.equal(a, b) for a, b in zip(before, rows.buffers))  # and they hold the new state
+
+
+class StandIn:
+    """torch.cuda's stream and graph API, on the CPU. ``replay``: what a captured graph's replay does."""
+
+    def __init__(self, monkeypatch, replay: str):
+        self.made: list[StaticRows] = []
+        self.replays = 0
+        original = StaticRows.__init__
+        monkeypatch.setattr(StaticRows, "__init__", lambda rows, *a, **k: (original(rows, *a, **k),
+                                                                           self.made.append(rows))[0])
+        stand_in = self
+
+        class Graph:
+            def replay(self):
+                stand_in.replays += 1
+                if replay == "right":  # a graph writes its outputs where the capture put them
+                    rows = stand_in.made[-1]
+                    rows.logits.copy_(rows._run_eager())
+                # "stale": a graph that recorded nothing does nothing
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        @contextlib.contextmanager
+        def capture(graph):
+            if replay == "fails":
+                raise RuntimeError("operation not permitted when stream is capturing\nmore")
+            yield
+
+        monkeypatch.setattr(torch.cuda, "Stream", Stream)
+        monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+        monkeypatch.setattr(torch.cuda, "current_stream", Stream)
+        monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+        monkeypatch.setattr(torch.cuda, "graph", capture)
+        monkeypatch.setattr(static_rows, "_WARNED", set())
+
+
+@pytest.mark.parametrize("replay,said", [("right", None), ("stale", "differed from the eager step"),
+                                         ("fails", "capture failed: RuntimeError: operation not permitted")])
+def test_the_capture_checks_itself_and_falls_back_once(monkeypatch, replay, said):
+    torch.manual_seed(0)
+    model = tiny_model("ccq_gla").double()
+    asked = requests()
+    stand_in = StandIn(monkeypatch, replay)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        got = _StaticRun(layout_for(model), TOKENIZER, asked, 3, capture=True)()
+    for request, result in zip(asked, got):
+        assert result.tokens == generate_one(model, TOKENIZER, request)[0].tokens
+    messages = [str(w.message) for w in caught if "CUDA graph" in str(w.message)]
+    if said is None:
+        assert messages == [] and stand_in.made[-1].graph is not None
+        assert stand_in.replays > 5  # every step after the capture was a replay
+    else:
+        assert len(messages) == 1 and said in messages[0] and stand_in.made[-1].graph is None
+
+
+def test_the_cpu_default_is_no_capture_and_a_shrinking_batch(monkeypatch):
+    model = tiny_model("gla")
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: pytest.fail("no capture off CUDA"))
+    made = []
+    original = StaticRows.__init__
+    monkeypatch.setattr(StaticRows, "__init__", lambda rows, *a, **k: (original(rows, *a, **k), made.append(1))[0])
+    generate(model, TOKENIZER, requests()[:2], batch_size=2)
+    assert made == []
