@@ -3,7 +3,7 @@ heads, d_k 256; Gated DeltaNet: 8 heads, d_k 128) over a prefill of 8 x 4K token
 throughput shape), beside its backbone layer with the same weights.
 
 Two views of the same forward:
-- torch.profiler: the ops the CCQ layer adds, by self CPU time on this machine;
+- torch.profiler: CCQ's read alone, by op, self CPU time on this machine;
 - every aten op the layer dispatches, with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors
   in and out), grouped by the CUDA kernel it becomes on a GPU, and priced at an H200's rates (IEEE fp32 matmuls on
   CUDA cores, TF32 / bf16 on tensor cores, elementwise work at memory bandwidth): an estimate of where the GPU's
@@ -37,7 +37,8 @@ SHAPES = {"gla": dict(hidden=2048, heads=4), "gated_deltanet": dict(hidden=2048,
 MATMULS = {"mm", "bmm", "addmm", "baddbmm"}
 SCANS = {"cumsum", "cumsum_"}
 VIEWS = {"view", "_unsafe_view", "expand", "transpose", "t", "permute", "slice", "select", "unsqueeze", "squeeze",
-         "alias", "detach", "as_strided", "split", "unbind", "diagonal", "split_with_sizes", "lift_fresh"}
+         "alias", "detach", "as_strided", "split", "unbind", "diagonal", "split_with_sizes", "lift_fresh",
+         "empty", "new_empty", "empty_like", "empty_strided"}  # views and allocations: no kernel, no traffic
 
 
 def build(family: str, device: str, dtype: torch.dtype):
@@ -182,18 +183,31 @@ def ledger(layer, x, fp32_mode: str = "ieee") -> dict:
     return dict(book.rows)
 
 
-def added_ops(base, ccq, x, top: int) -> list[tuple[str, float, float]]:
-    """(op, CCQ layer's self CPU ms, backbone's) for the ops whose time CCQ adds most, by torch.profiler."""
+def read_inputs(ccq, x) -> tuple:
+    """The (q, k, lam) the CCQ layer hands its read, caught in one forward."""
+    from ccq_eval.models import ccq_read
+
+    caught, original = [], ccq_read.contract_query
+    ccq_read.contract_query = lambda q, k, lam, **kw: (caught.append((q, k, lam)), original(q, k, lam, **kw))[1]
+    try:
+        with torch.no_grad():
+            ccq(x)
+    finally:
+        ccq_read.contract_query = original
+    return caught[0]
+
+
+def read_profile(ccq, x, top: int) -> list[tuple[str, int, float]]:
+    """torch.profiler over CCQ's read alone, in the GPU's forms: (op, calls, self CPU ms), the costliest first."""
     from torch.profiler import ProfilerActivity, profile
 
-    def self_ms(layer):
-        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
-            layer(x)
-        return {e.key: e.self_cpu_time_total / 1e3 for e in prof.key_averages()}
+    from ccq_eval.models.ccq import contract_query
 
-    with_ccq, without = self_ms(ccq), self_ms(base)
-    rows = [(op, ms, without.get(op, 0.0)) for op, ms in with_ccq.items()]
-    return sorted(rows, key=lambda r: r[2] - r[1])[:top]
+    q, k, lam = read_inputs(ccq, x)
+    with torch.no_grad(), gpu_forms("ieee"), profile(activities=[ProfilerActivity.CPU]) as prof:
+        contract_query(q, k, lam)
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    return [(e.key, e.count, e.self_cpu_time_total / 1e3) for e in events[:top]]
 
 
 def report(family: str, batch: int, length: int, device: str, dtype: torch.dtype, top: int) -> None:
@@ -206,9 +220,9 @@ def report(family: str, batch: int, length: int, device: str, dtype: torch.dtype
     with torch.no_grad():
         base(x), ccq(x)  # warm-up
     print(f"\n## {family}: one layer, {batch} x {length} tokens, {dtype}")
-    print("\ntorch.profiler, self CPU ms (the ops CCQ adds most):")
-    for op, ms, base_ms in added_ops(base, ccq, x, top):
-        print(f"  {op:32s} CCQ {ms:9.1f}  backbone {base_ms:9.1f}")
+    print("\ntorch.profiler over CCQ's read alone (contract_query), self CPU ms here:")
+    for op, calls, ms in read_profile(ccq, x, top):
+        print(f"  {op:28s} {calls:5d} calls {ms:9.1f}")
     books = {"backbone": ledger(base, x), "CCQ": ledger(ccq, x), "CCQ 3xTF32": ledger(ccq, x, "3xtf32")}
     print("\nby CUDA kernel class: ops, GFLOP, GB moved, CPU ms here, H200 ms at peak (estimate)")
     for kernel in sorted(set(books["CCQ"]) | set(books["backbone"])):

@@ -140,6 +140,14 @@ class _StaticRun(_Run):
         self.running = [i for i in self.slots if i is not None]
 
 
+def stepper(layout, batch, rows: int):
+    """A decoding step over a prefilled batch as ``generate`` runs it: tokens -> logits. On CUDA, for the layouts
+    whose rows are independent, fixed slots and a CUDA graph captured on the first call (time from the second)."""
+    if layout.refills and layout.model.device.type == "cuda":
+        return StaticRows(layout.model, batch.cache, rows, rows, capture=True).step
+    return lambda tokens: layout.step(batch, tokens)
+
+
 def generate(model, tokenizer, requests: list[Request], batch_size: int = 1, static: bool | None = None) -> list[Result]:
     """Greedy continuations of every request, in the requests' order (they run in it: give them longest first).
 

@@ -120,31 +120,40 @@ def entering_states(p0: torch.Tensor, outer: torch.Tensor, loop: bool) -> tuple[
     return torch.stack(entering, dim=2), state
 
 
+def _chunked(x: torch.Tensor, C: int) -> torch.Tensor:
+    """``[B, T, H, D]`` -> ``[B, H, NC, C, D]``, contiguous (what the batched matmuls read without copying again),
+    the last chunk zero-padded: zeros add nothing to any sum, and their rows are dropped at the end."""
+    B, T, H, D = x.shape
+    pad = (-T) % C
+    out = x.new_empty(B, H, T + pad, D)
+    out[:, :, :T].copy_(x.transpose(1, 2))
+    out[:, :, T:].zero_()
+    return out.view(B, H, (T + pad) // C, C, D)
+
+
 def _torch_key_sums(q, kc, s0, p0, chunk_size, loop):
     B, T, H, D = q.shape
     C = chunk_size
-    pad = (-T) % C
-    NC = (T + pad) // C
-    # [B, H, NC, C, D]; zero padding adds nothing to any sum, and its rows are dropped at the end
-    qc, kcc = (torch.nn.functional.pad(x.transpose(1, 2), (0, 0, 0, pad)).reshape(B, H, NC, C, D) for x in (q, kc))
+    qc, kcc = _chunked(q, C), _chunked(kc, C)
+    NC = qc.shape[2]
     tri = torch.ones(C, C, dtype=q.dtype, device=q.device).tril()
-    # keys with |k|^2 as an extra column: one triangular matmul gives both inclusive prefix sums
-    with_norm = torch.cat([kcc, (kcc * kcc).sum(-1, keepdim=True)], dim=-1)
-    totals = with_norm.sum(dim=3)  # [B, H, NC, D + 1]
-    start = torch.cat([s0, torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1, keepdim=True)], dim=-1)
-    before = start.unsqueeze(2) + totals.cumsum(dim=2) - totals
+    # |kc_j|^2 summed over time: [B, T, H], 1/D the keys' size, summed in float64
+    sq_norm = torch.diagonal(p0, dim1=-2, dim2=-1).sum(-1).unsqueeze(1) + torch.linalg.vector_norm(
+        kc, dim=-1).double().square().cumsum(dim=1).to(q.dtype)
+    totals = kcc.sum(dim=3)  # [B, H, NC, D]
+    before = s0.unsqueeze(2) + totals.cumsum(dim=2) - totals
     mm = fp32_matmul.matmul
-    sums = mm(tri, with_norm, exact_left=True) + before.unsqueeze(3)
+    sums = mm(tri, kcc, exact_left=True) + before.unsqueeze(3)
     outer = mm(kcc.transpose(-1, -2), kcc)  # [B, H, NC, D, D]
     entering, state = entering_states(p0, outer, loop)
     # every prefix state is symmetric, so q @ P == (P q)^T
-    second = mm(mm(qc, kcc.transpose(-1, -2)) * tri, kcc) + mm(qc, entering)
+    second = mm(mm(qc, kcc.transpose(-1, -2)) * tri, kcc)
+    fp32_matmul.matmul_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
 
     def unchunk(x):
-        return x.reshape(B, H, NC * C, x.shape[-1])[:, :, :T].transpose(1, 2)
+        return x.view(B, H, NC * C, D)[:, :, :T].transpose(1, 2)
 
-    sums = unchunk(sums)
-    return sums[..., :D], unchunk(second), sums[..., D], state
+    return unchunk(sums), unchunk(second), sq_norm, state
 
 
 def _contract_blocks(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
@@ -162,11 +171,24 @@ def _contract_blocks(q, k, lam, state, chunk_size, sigma_scale, output_final_sta
     return torch.cat(outs, dim=1), (state if output_final_state else None)
 
 
+def _read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale) -> torch.Tensor:
+    """q - lam Sigma_t q from the running sums, in two passes over [B, T, H, D] (the per-token scalars are folded
+    into one small factor): Sigma_t q = (second_q - key_sum (key_sum . q) / n) / n."""
+    dot = (key_sum * qf).sum(-1, keepdim=True)
+    raw = torch.addcmul(second_q, key_sum, dot / n_t, value=-1)  # n Sigma_t q
+    # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
+    factor = lam.to(qf.dtype).unsqueeze(-1) * (n_t > 1) / n_t
+    if sigma_scale == "trace":
+        trace = sq_norm / n_t[..., 0] - (key_sum * key_sum).sum(-1) / n_t[..., 0] ** 2
+        factor = factor / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
+    return torch.addcmul(qf, raw, factor, value=-1)
+
+
 def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
     """contract_query for B independent, unpadded sequences."""
     B, T, H, D = q.shape
     f = _stat_dtype(q)
-    qf, kf, lamf = q.to(f), k.to(f), lam.to(f)
+    qf = q.to(f)
     if state is None:
         n0 = torch.zeros(B, dtype=f, device=q.device)
         carried_mean = torch.zeros(B, H, D, dtype=f, device=q.device)
@@ -177,30 +199,23 @@ def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_stat
 
     # The centre: the carried mean when there is one, else the mean of the first chunk of keys.
     # Sigma does not depend on it, so it carries no gradient.
-    first_chunk_mean = kf[:, :chunk_size].mean(dim=1)
+    first_chunk_mean = k[:, :chunk_size].to(f).mean(dim=1)
     has_state = (n0 > 0).view(B, 1, 1)
     centre = torch.where(has_state, carried_mean, first_chunk_mean).detach()
 
-    kc = kf - centre.unsqueeze(1)
+    kc = k - centre.unsqueeze(1)  # float32 (centre's) in the same pass as the cast
     d0 = (carried_mean - centre) * has_state
     s0 = n0.view(B, 1, 1) * d0  # carried sum of shifted keys
     p0 = n0.view(B, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # carried raw moment
 
     n_t = (n0.view(B, 1) + torch.arange(1, T + 1, dtype=f, device=q.device)).view(B, T, 1, 1)
     key_sum, second_q, sq_norm, p_T = running_key_sums(qf, kc, s0, p0, chunk_size)
-    mean_t = key_sum / n_t
-    sigma_q = second_q / n_t - mean_t * (mean_t * qf).sum(-1, keepdim=True)
-    # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
-    sigma_q = sigma_q * (n_t > 1)
-    if sigma_scale == "trace":
-        trace = sq_norm / n_t[..., 0] - (mean_t * mean_t).sum(-1)
-        sigma_q = _apply_trace_scale(sigma_q, trace)
-    q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype)
+    q_clean = _read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale).to(q.dtype)
 
     final = None
     if output_final_state:
         n_T = n0 + T
-        mean_T = mean_t[:, -1]
+        mean_T = key_sum[:, -1] / n_T.view(B, 1, 1)
         cov_T = p_T / n_T.view(B, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
         final = CCQState(count=n_T.round().to(torch.int64), mean=mean_T + centre, cov=cov_T)
     return q_clean, final

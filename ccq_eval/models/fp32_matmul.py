@@ -77,3 +77,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.
         return tf32_matmul(a, b_hi) + tf32_matmul(a, b_lo)
     a_hi, a_lo = split_tf32(a)
     return tf32_matmul(a_hi, b_hi) + (tf32_matmul(a_hi, b_lo) + tf32_matmul(a_lo, b_hi))
+
+
+def matmul_add_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``out += a @ b`` for 3-D operands, at fp32 precision: in IEEE, one GEMM that accumulates into ``out`` (no
+    separate pass to add)."""
+    if a.dtype != torch.float32 or mode() == "ieee":
+        with ieee_fp32():
+            return out.baddbmm_(a, b)
+    return out.add_(matmul(a, b))

@@ -132,7 +132,9 @@ class _PeakMemory:
 @torch.no_grad()
 def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
     """One prefill of ``ids`` ([B, L]) and ``decode_steps`` greedy steps after it, through the generation engine's
-    own prefill and step (generation/layouts.py: packed, separate or padded, as the suites generate)."""
+    own prefill and step (generation/layouts.py: packed, separate or padded, as the suites generate; on CUDA a CUDA
+    graph where the layout allows one, captured in an untimed first step)."""
+    from ccq_eval.generation.engine import stepper
     from ccq_eval.generation.layouts import layout_for
 
     layout, prompts = layout_for(model), [tuple(row) for row in ids.tolist()]
@@ -145,9 +147,10 @@ def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
     peak_bytes = peak.stop()
     prefill_s = clock.seconds(start, end)
     held = cache_bytes(batch.cache)
-    tokens = logits.argmax(-1).tolist()
+    step = stepper(layout, batch, len(prompts))
+    tokens = step(logits.argmax(-1).tolist()).argmax(-1).tolist()
     start = clock.now()
     for _ in range(decode_steps):
-        tokens = layout.step(batch, tokens).argmax(-1).tolist()
+        tokens = step(tokens).argmax(-1).tolist()
     end = clock.now()
     return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held)
