@@ -8,9 +8,10 @@ Two views of the same forward:
   in and out), grouped by the CUDA kernel it becomes on a GPU, and priced at an H200's rates (IEEE fp32 matmuls on
   CUDA cores, TF32 / bf16 on tensor cores, elementwise work at memory bandwidth): an estimate of where the GPU's
   time goes, where no GPU is at hand to profile. CCQ is priced as shipped (IEEE fp32 matmuls) and with 3xTF32
-  (fp32_matmul.py), the chunk states in the one-cumsum form CUDA takes.
+  (fp32_matmul.py), the chunk states in the one-cumsum form CUDA takes; and one cached decoding step at
+  --decode-batch rows, where launches (the step's overhead without a CUDA graph) and bytes (its floor with one) count.
 
-    python benchmarks/ccq_profile.py [--batch 8] [--length 4096] [--family gla,gated_deltanet] [--device cpu]
+    python benchmarks/ccq_profile.py [--batch 8] [--length 4096] [--decode-batch 64] [--family gla,gated_deltanet] [--device cpu]
 """
 
 from __future__ import annotations
@@ -183,6 +184,34 @@ def ledger(layer, x, fp32_mode: str = "ieee") -> dict:
     return dict(book.rows)
 
 
+def step_ledger(layer, batch: int, hidden: int, device: str, dtype: torch.dtype) -> dict:
+    """One cached decoding step of the layer at ``batch`` rows (after a short prefill), by kernel class."""
+    from fla.models.cache_utils import Cache
+
+    cache = Cache()
+    with torch.no_grad():
+        layer(torch.randn(batch, 16, hidden, device=device, dtype=dtype), past_key_values=cache, use_cache=True)
+    book = OpLedger()
+    with torch.no_grad(), gpu_forms("ieee"), fla_functions_scoped(book), book:
+        layer(torch.randn(batch, 1, hidden, device=device, dtype=dtype), past_key_values=cache, use_cache=True)
+    return dict(book.rows)
+
+
+def print_books(books: dict[str, dict]) -> None:
+    print("  by CUDA kernel class: ops (launches), GFLOP, GB moved, CPU ms here, H200 ms at peak (estimate)")
+    for kernel in sorted(set().union(*books.values())):
+        for name, book in books.items():
+            r = book.get(kernel)
+            if r:
+                print(f"  {kernel:44s} {name:10s} {r['ops']:5d} {r['flops'] / 1e9:9.2f} {r['bytes'] / 1e9:8.3f} "
+                      f"{r['seconds'] * 1e3:9.1f} {r['h200'] * 1e3:8.3f}")
+    totals = {name: sum(r["h200"] for r in book.values()) for name, book in books.items()}
+    launches = {name: sum(r["ops"] for r in book.values()) for name, book in books.items()}
+    print("  total, H200 estimate at peak: " + ", ".join(
+        f"{name} {ms * 1e3:.3f} ms ({ms / totals['backbone']:.2f}x, {launches[name]} launches)"
+        for name, ms in totals.items()))
+
+
 def read_inputs(ccq, x) -> tuple:
     """The (q, k, lam) the CCQ layer hands its read, caught in one forward."""
     from ccq_eval.models import ccq_read
@@ -210,7 +239,8 @@ def read_profile(ccq, x, top: int) -> list[tuple[str, int, float]]:
     return [(e.key, e.count, e.self_cpu_time_total / 1e3) for e in events[:top]]
 
 
-def report(family: str, batch: int, length: int, device: str, dtype: torch.dtype, top: int) -> None:
+def report(family: str, batch: int, length: int, decode_batch: int, device: str, dtype: torch.dtype,
+           top: int) -> None:
     if device == "cpu":
         from ccq_eval.models.cpu_backend import install_cpu_backend
 
@@ -223,23 +253,19 @@ def report(family: str, batch: int, length: int, device: str, dtype: torch.dtype
     print("\ntorch.profiler over CCQ's read alone (contract_query), self CPU ms here:")
     for op, calls, ms in read_profile(ccq, x, top):
         print(f"  {op:28s} {calls:5d} calls {ms:9.1f}")
-    books = {"backbone": ledger(base, x), "CCQ": ledger(ccq, x), "CCQ 3xTF32": ledger(ccq, x, "3xtf32")}
-    print("\nby CUDA kernel class: ops, GFLOP, GB moved, CPU ms here, H200 ms at peak (estimate)")
-    for kernel in sorted(set(books["CCQ"]) | set(books["backbone"])):
-        for name, book in books.items():
-            r = book.get(kernel)
-            if r:
-                print(f"  {kernel:44s} {name:10s} {r['ops']:5d} {r['flops'] / 1e9:9.2f} {r['bytes'] / 1e9:8.2f} "
-                      f"{r['seconds'] * 1e3:9.1f} {r['h200'] * 1e3:8.3f}")
-    totals = {name: sum(r["h200"] for r in book.values()) for name, book in books.items()}
-    print("\n  total, H200 estimate at peak: " + ", ".join(
-        f"{name} {ms * 1e3:.3f} ms ({ms / totals['backbone']:.2f}x)" for name, ms in totals.items()))
+    print(f"\nprefill, {batch} x {length}:")
+    print_books({"backbone": ledger(base, x), "CCQ": ledger(ccq, x), "CCQ 3xTF32": ledger(ccq, x, "3xtf32")})
+    hidden = SHAPES[family]["hidden"]
+    print(f"\none decoding step, {decode_batch} rows:")
+    print_books({name: step_ledger(layer, decode_batch, hidden, device, dtype)
+                 for name, layer in (("backbone", base), ("CCQ", ccq))})
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--decode-batch", type=int, default=64)
     parser.add_argument("--family", default="gla,gated_deltanet")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="bfloat16", help="the model's dtype, as a GPU runs it (CCQ's statistics "
@@ -247,7 +273,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
     for family in args.family.split(","):
-        report(family, args.batch, args.length, args.device, getattr(torch, args.dtype), args.top)
+        report(family, args.batch, args.length, args.decode_batch, args.device, getattr(torch, args.dtype), args.top)
     return 0
 
 

@@ -283,7 +283,11 @@ def contract_query_step(
     state: CCQState | None,
     sigma_scale: str = "none",
 ) -> tuple[torch.Tensor, CCQState]:
-    """One decoding token: ``q, k [B, 1, H, D]``, ``lam [B, 1, H]``; Welford update, O(H D^2)."""
+    """One decoding token: ``q, k [B, 1, H, D]``, ``lam [B, 1, H]``; Welford update, O(H D^2).
+
+    Sigma is the largest tensor a decoding step touches, so it is read by the matvec and updated in place (two
+    passes; without grad the returned state holds the same tensor as ``state``, whose ``cov`` moves on with it):
+    Sigma_1 = a (Sigma + delta delta^T / n_1), a = n / n_1, and Sigma_1 q = a (Sigma q + delta (delta . q) / n_1)."""
     _check_sigma_scale(sigma_scale)
     B, T, H, D = q.shape
     if T != 1 or k.shape != q.shape or lam.shape != (B, 1, H):
@@ -297,12 +301,15 @@ def contract_query_step(
     else:
         n, mean, cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
     n1 = (n + 1).view(B, 1, 1)
+    a = n.view(B, 1, 1) / n1
     delta = kf - mean
     mean1 = mean + delta / n1
-    w = (n.view(B, 1, 1) / n1).unsqueeze(-1)
-    cov1 = (n.view(B, 1, 1, 1) * cov + w * delta.unsqueeze(-1) * delta.unsqueeze(-2)) / n1.unsqueeze(-1)
-    with ieee_fp32():  # one small matvec a step: no TF32 (a process may allow it), and one launch
-        sigma_q = (cov1 @ qf.unsqueeze(-1)).squeeze(-1)
+    scaled = delta / n1
+    with ieee_fp32():  # one matvec a step: no TF32 (a process may allow it)
+        sigma_q = (cov @ qf.unsqueeze(-1)).squeeze(-1)
+    sigma_q = a * (sigma_q + scaled * (delta * qf).sum(-1, keepdim=True))
+    cov1 = cov if not torch.is_grad_enabled() else cov.clone()
+    cov1.addcmul_(scaled.unsqueeze(-1), delta.unsqueeze(-2)).mul_(a.unsqueeze(-1))
     if sigma_scale == "trace":
         sigma_q = _apply_trace_scale(sigma_q, torch.diagonal(cov1, dim1=-2, dim2=-1).sum(-1))
     q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype).unsqueeze(1)

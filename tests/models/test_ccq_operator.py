@@ -174,3 +174,17 @@ def test_blocked_long_sequences_equal_one_dense_pass(monkeypatch):
     torch.testing.assert_close(blocked, whole, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(blocked_state.cov, whole_state.cov, rtol=1e-10, atol=1e-10)
     assert blocked_state.count.tolist() == [300]
+
+
+def test_a_decoding_step_updates_sigma_in_place_without_grad_and_leaves_it_alone_with_grad():
+    q, k, lam = _inputs(T=12, dtype=torch.float32)
+    _, state = contract_query(q[:, :10], k[:, :10], lam[:, :10], output_final_state=True)
+    before = state.cov.clone()
+    with torch.no_grad():
+        _, after = contract_query_step(q[:, 10:11], k[:, 10:11], lam[:, 10:11], state)
+    assert after.cov.data_ptr() == state.cov.data_ptr() and not torch.equal(state.cov, before)
+    _, full = contract_query(q[:, :11], k[:, :11], lam[:, :11], output_final_state=True)
+    torch.testing.assert_close(after.cov, full.cov, rtol=1e-5, atol=1e-6)
+    kept = after.cov.clone()
+    _, graded = contract_query_step(q[:, 11:12], k[:, 11:12], lam[:, 11:12], after)
+    assert graded.cov.data_ptr() != after.cov.data_ptr() and torch.equal(after.cov, kept)
