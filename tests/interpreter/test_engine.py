@@ -4,6 +4,8 @@ through the same kernels); a sample may part only at a tie of the reference's lo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -38,3 +40,16 @@ def test_batch_three_on_fla_kernels_equals_batch_one(family, monkeypatch):
     assert any(packed) == (FAMILIES[family] == "packed")
     assert all(p.tie for p in parted), parted  # named: request, token position, margin
     assert len(parted) <= 1, parted
+
+
+def test_fixed_slots_on_fla_kernels_equal_batch_one():
+    """The slots a CUDA graph replays (the cache in fixed buffers, CCQ's Sigma updated in place, a finished slot
+    refilled by copy), stepped through fla's recurrent kernels."""
+    torch.manual_seed(0)
+    model = tiny_model("ccq_gated_deltanet", fuse_cross_entropy=False, ccq_fixed_lambda=0.5)
+    asked = [replace(r, score=()) for r in requests()[2:]]  # three through two slots: a refill
+    with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+        got = generate(model, TOKENIZER, asked, batch_size=2, static=True)
+        parted = partings(model, TOKENIZER, asked, got)
+    assert launches, "fla's kernels ran"
+    assert all(p.tie for p in parted) and len(parted) <= 1, parted
