@@ -33,16 +33,18 @@ def count_tokens(tokenizer, text: str) -> int:
 Build = Callable[[int, object], dict]  # (haystack units, one sample's draws) -> record
 
 
-def smallest_length(tokenizer, build: Build, drawn: Sequence, least: int = 0) -> int:
+def smallest_length(tokenizer, build: Build, drawn: Sequence, least: int = 0,
+                    to_generate: int = TOKENS_TO_GENERATE) -> int:
     """The smallest length whose budget holds every one of ``drawn`` with the smallest haystack (``least``
     units), plus the tokens to generate: below it a sample cannot be generated at all."""
-    return max(count_tokens(tokenizer, prompt_of(build(least, d))) for d in drawn) + TOKENS_TO_GENERATE
+    return max(count_tokens(tokenizer, prompt_of(build(least, d))) for d in drawn) + to_generate
 
 
-def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least: int = 0) -> int:
+def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least: int = 0,
+                   to_generate: int = TOKENS_TO_GENERATE) -> int:
     """The largest haystack (in units: filler lines, essay words) whose prompt for the ``probe`` sample fits
-    ``length - TOKENS_TO_GENERATE`` tokens."""
-    budget = length - TOKENS_TO_GENERATE
+    ``length - to_generate`` tokens."""
+    budget = length - to_generate
 
     def fits(units):
         tokens = count_tokens(tokenizer, prompt_of(build(units, probe)))
@@ -51,7 +53,7 @@ def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least
     ok, tokens = fits(least)
     if not ok:
         raise SniahError(f"length {length}: the {task} prompt alone needs more than {budget} tokens plus "
-                         f"{TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
+                         f"{to_generate} to generate; use a larger --lengths value")
     low, high = least, least + 1
     grown_at, grown_to = least, tokens  # the last unit count that added tokens, and its tokens
     while (probe_fit := fits(high))[0]:
@@ -69,12 +71,12 @@ def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least
 
 
 def fitted_records(task: str, tokenizer, length: int, build: Build, drawn: Sequence, probe, least: int = 0,
-                   progress=None) -> list[dict]:
+                   progress=None, to_generate: int = TOKENS_TO_GENERATE) -> list[dict]:
     """One record per ``drawn`` sample at the probe's haystack size; a sample whose longer keys push it over is
     shrunk until it fits. Each record carries its index, its length (prompt + tokens to generate) and the
     length asked for."""
-    budget = length - TOKENS_TO_GENERATE
-    units = haystack_units(task, tokenizer, length, build, probe, least)
+    budget = length - to_generate
+    units = haystack_units(task, tokenizer, length, build, probe, least, to_generate)
     records = []
     for index, sample in enumerate(drawn):
         n = units
@@ -83,11 +85,11 @@ def fitted_records(task: str, tokenizer, length: int, build: Build, drawn: Seque
         while tokens > budget:
             if n == least:
                 raise SniahError(f"length {length}: the {task} prompt of sample {index} alone needs {tokens} tokens "
-                                 f"plus {TOKENS_TO_GENERATE} to generate; use a larger --lengths value")
+                                 f"plus {to_generate} to generate; use a larger --lengths value")
             n = max(least, n - max(1, n // 200))
             record = build(n, sample)
             tokens = count_tokens(tokenizer, prompt_of(record))
-        records.append({"index": index, **record, "length": tokens + TOKENS_TO_GENERATE, "max_length": length})
+        records.append({"index": index, **record, "length": tokens + to_generate, "max_length": length})
         if progress is not None:
             progress.update(1)
     for record in records:
