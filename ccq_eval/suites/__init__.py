@@ -13,6 +13,7 @@ REGISTERED = (
     "lm",
     "sniah",
     "multi_niah",
+    "ruler",
     "longppl",
     "longbench",
     "efficiency",

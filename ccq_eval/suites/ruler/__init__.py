@@ -1,2 +1,62 @@
-"""RULER's non-needle tasks: variable tracking, common and frequent words extraction (compose.py: a prompt from its
-draws, as NVIDIA/RULER composes it)."""
+"""RULER's non-needle synthetic tasks: variable tracking (VT), common words extraction (CWE), frequent words
+extraction (FWE). compose.py (a prompt from its draws, as NVIDIA/RULER composes it), data.py (draws, sizing, the
+frozen records), driver.py (S-NIAH's driver over these), scoring.py and plugin.py (what tasks/ruler calls), tables.py
+(the thirteen-task RULER table). Importing this module imports none of the heavy ones.
+"""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import SampleView, SeedMetric
+from ccq_eval.suites.sniah import SniahSuite
+from ccq_eval.suites.sniah.protocol import TASK_VERSION
+
+TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50}  # RULER's constants.py, per task
+
+
+class RulerSuite(SniahSuite):
+    def driver(self, inputs):
+        from ccq_eval.suites.ruler.driver import RulerDriver
+
+        return RulerDriver(inputs)
+
+    def lm_eval_units(self, task, results):
+        """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
+        generator), and its config lacks the plugin's dataset_kwargs."""
+        if task not in self.all_tasks:
+            return None
+        config = ((results.data.get("configs") or {}).get(task) or {}).get("dataset_kwargs") or {}
+        if config.get(f"{self.name}_task") != task:
+            return "lm-eval's own RULER task of that name (not ccq-eval's plugin): its data is not this suite's"
+        return super().lm_eval_units(task, results)
+
+    def prompt_context(self, record, width):
+        return None  # no needle to show in context: the sample page shows the answers
+
+    def task_files(self):
+        from ccq_eval.suites.plugin_args import reported_lengths
+        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+
+        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
+
+        def generation(task):  # greedy, RULER's budget for the task; stock lm-eval's generate_until reads it here
+            return ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+                    f"  max_gen_toks: {TOKENS_TO_GENERATE[task]}\n  until: []\n")
+
+        return {f"{task}.yaml": task_yaml(self.name, task, {f"{self.name}_task": task}, TASK_VERSION,
+                                          more=generation(task) + metrics) for task in self.tasks}
+
+
+SUITE = RulerSuite(
+    name="ruler",
+    tasks=tuple(TOKENS_TO_GENERATE),
+    default_lengths=(4096, 8192, 16384, 32768),
+    default_samples=500,
+    display={"ruler_vt": "VT", "ruler_cwe": "CWE", "ruler_fwe": "FWE"},
+    length_means="prompt + the task's generated tokens (VT 30, CWE 120, FWE 50) <= L",
+    samples_mean="samples per task and length",
+    in_all=False,  # not one of the paper's tables: run by name
+    seed_metrics=(SeedMetric("score", "score", True),),
+    sample_view=SampleView(fields=(("answers", ("answers",)), ("answers' NLL", ("answer_nll",)),
+                                   ("prompt tokens", ("prompt_tokens",)))),
+    records_folder="ruler",
+)

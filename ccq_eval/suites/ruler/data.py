@@ -22,12 +22,20 @@ from functools import lru_cache
 from pathlib import Path
 
 from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.suites.ruler import compose
+from ccq_eval.suites.ruler import TOKENS_TO_GENERATE, compose
 from ccq_eval.suites.sniah import sizing
 from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of
 
 GENERATOR_VERSION = 1
-TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50}  # constants.py's tokens_to_generate
+
+
+@dataclass(frozen=True)
+class Variant:
+    task: str
+    haystack: str = "none"  # no essay haystack (S-NIAH's driver and plugin ask)
+
+
+VARIANTS = {task: Variant(task) for task in TOKENS_TO_GENERATE}
 VT_EXAMPLE_TOKENS = 500  # variable_tracking.py's main(): the worked example's budget
 VT_LEAST_NOISES = 5  # variable_tracking.py's smallest haystack (its step): a length that cannot hold it is refused
 FWE_WORD_LENGTH = 6  # --coded_wordlen
@@ -165,20 +173,21 @@ def least_units(task: str) -> int:
     return VT_LEAST_NOISES if task == "ruler_vt" else 0
 
 
-def smallest_length(task: str, tokenizer, length: int, samples: int, seed: int) -> int:
+def smallest_length(task: str, tokenizer, haystack, length: int, samples: int, seed: int) -> int:
+    """As S-NIAH's (its driver and plugin call both alike); these tasks read no essay ``haystack``."""
     return sizing.smallest_length(tokenizer, build(task, length, tokenizer, seed),
                                   [_probe(task, length, seed), *draws(task, length, samples, seed)],
                                   least_units(task), TOKENS_TO_GENERATE[task])
 
 
-def generate(task: str, tokenizer, length: int, samples: int, seed: int, progress=None) -> list[dict]:
+def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack=None, progress=None) -> list[dict]:
     """``samples`` records whose prompt plus the task's tokens to generate fit ``length``."""
     return sizing.fitted_records(task, tokenizer, length, build(task, length, tokenizer, seed),
                                  draws(task, length, samples, seed), _probe(task, length, seed), least_units(task),
                                  progress, TOKENS_TO_GENERATE[task])
 
 
-def dataset_key(task: str, tokenizer_fp: str, length: int, samples: int, seed: int) -> dict:
+def dataset_key(task: str, tokenizer_fp: str, length: int, samples: int, seed: int, haystack=None) -> dict:
     return {"generator": "ruler", "version": GENERATOR_VERSION, "task": task, "length": length, "samples": samples,
             "seed": seed, "tokenizer": tokenizer_fp}
 
@@ -188,12 +197,13 @@ def dataset_path(key: dict) -> Path:
             / f"{key['task']}-L{key['length']}-n{key['samples']}-s{key['seed']}-{stable_hash(key)[:16]}.jsonl")
 
 
-def load_or_generate(task: str, tokenizer, length: int, samples: int, seed: int, progress=None,
+def load_or_generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack=None, progress=None,
                      key: dict | None = None) -> tuple[list[dict], str, bool]:
     """(records, content sha256, reused from cache?)."""
     key = key or dataset_key(task, tokenizer_fingerprint(tokenizer), length, samples, seed)
-    return load_or_build(dataset_path(key), key, lambda: generate(task, tokenizer, length, samples, seed, progress))
+    return load_or_build(dataset_path(key), key,
+                         lambda: generate(task, tokenizer, length, samples, seed, progress=progress))
 
 
-__all__ = ["TOKENS_TO_GENERATE", "SniahError", "dataset_key", "generate", "load_or_generate", "prompt_of",
-           "smallest_length"]
+__all__ = ["TOKENS_TO_GENERATE", "VARIANTS", "SniahError", "dataset_key", "generate", "load_or_generate",
+           "prompt_of", "smallest_length"]

@@ -42,7 +42,7 @@ DEPTH_TOLERANCE = 25.0
 def moved_needles(samples: list[Sample]) -> dict:
     """A warning in the unit's settings when needles sit far from their drawn depth (a haystack with few sentence
     boundaries): how many, and the largest gap. The heatmap places samples at the depth used."""
-    gaps = [abs(s.fields["depth_used"] - s.fields["depth"]) for s in samples]
+    gaps = [abs(s.fields["depth_used"] - s.fields["depth"]) for s in samples if "depth_used" in s.fields]
     moved = [g for g in gaps if g > DEPTH_TOLERANCE]
     if not moved:
         return {}
@@ -62,6 +62,10 @@ class SniahDriver(Driver):
     def answer(self, doc: dict) -> str:
         """The text whose teacher-forced NLL after the prompt is stored (``answer_nll``)."""
         return doc["outputs"][0]
+
+    def tokens_to_generate(self, task: str) -> int:
+        """The generation budget of a task's samples (RULER's, per task)."""
+        return TOKENS_TO_GENERATE
 
     def sample_fields(self, task: str, doc: dict, prediction: str) -> dict:
         return {"depth": doc["depth"], "depth_used": sniah.depth_used(task, doc), "key": doc["key"],
@@ -96,7 +100,7 @@ class SniahDriver(Driver):
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         essay = self.generator.VARIANTS[task].haystack == "essay"
         haystack = self.haystack
-        settings = {"task_version": TASK_VERSION, "tokens_to_generate": TOKENS_TO_GENERATE,
+        settings = {"task_version": TASK_VERSION, "tokens_to_generate": self.tokens_to_generate(task),
                     "haystack": {"name": haystack.name, "sha256": haystack.fingerprint} if essay else None}
         data_key = self.generator.dataset_key(task, tokenizer_fingerprint(model.tokenizer), length, self.inputs.samples,
                                               self.inputs.seed, haystack)
@@ -175,8 +179,9 @@ class SniahDriver(Driver):
                 doc["index"], 100.0 * ruler_string_match(prediction, doc["outputs"]), target=", ".join(doc["outputs"]),
                 prediction=prediction, prompt_sha256=stable_hash(prompt_of(doc)),
                 fields={**self.sample_fields(unit.task, doc, prediction),
-                        "prompt_tokens": doc["length"] - TOKENS_TO_GENERATE, "haystack_units": doc["haystack_units"],
-                        "haystack_passes": doc["haystack_passes"], "empty_prediction": not prediction.strip(),
+                        "prompt_tokens": doc["length"] - self.tokens_to_generate(unit.task),
+                        "haystack_units": doc["haystack_units"], "haystack_passes": doc.get("haystack_passes", 1),
+                        "empty_prediction": not prediction.strip(),
                         "answer_nll": output.get("answer_nll")}))
         metrics = self.unit_metrics(samples)
         nlls = [s.fields["answer_nll"] for s in samples]

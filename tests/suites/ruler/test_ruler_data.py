@@ -76,7 +76,7 @@ def test_the_worked_example_fills_its_500_tokens():
 @pytest.mark.parametrize("task,length", [("ruler_vt", 1024), ("ruler_cwe", 4096)])
 def test_a_length_that_cannot_hold_rulers_smallest_prompt_is_refused(task, length):
     tok = byte_tokenizer()  # bytes: VT's worked example and CWE's long-context lists outgrow these lengths
-    smallest = data.smallest_length(task, tok, length, 2, seed=0)
+    smallest = data.smallest_length(task, tok, None, length, 2, seed=0)
     assert smallest > length
     with pytest.raises(SniahError, match=f"length {length}: the {task} prompt alone needs"):
         data.generate(task, tok, length, 2, seed=0)

@@ -1,0 +1,13 @@
+"""What the ruler task plugins call when stock lm-eval runs them: S-NIAH's plugin over this suite's generator."""
+
+from __future__ import annotations
+
+import datasets
+
+from ccq_eval.suites.ruler import data as ruler
+from ccq_eval.suites.sniah.plugin import dataset_from_metadata
+
+
+def dataset(ruler_task: str, **metadata) -> dict[str, datasets.Dataset]:
+    """``ruler_task`` comes from the task YAML's dataset_kwargs, the rest from the metadata."""
+    return dataset_from_metadata(ruler, "ruler", ruler_task, **metadata)

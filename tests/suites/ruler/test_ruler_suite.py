@@ -1,0 +1,133 @@
+"""`ccq-eval --suite ruler` end to end: a scripted solver that works each task out of the prompt alone (follows VT's
+chain, counts CWE's and FWE's words) through lm-eval scores 100 on every task, a solver answering the distractors
+scores 0, the stored samples and settings carry each task's own budget, the RULER table averages a length's tasks,
+and a zoo model runs through the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import Counter
+
+import pytest
+from lm_eval.api.model import LM
+
+from ccq_eval.run import RunRequest, run_suite
+from ccq_eval.suites.ruler import TOKENS_TO_GENERATE
+from ccq_eval.suites.sniah.scoring import ruler_string_match
+from tests.oracle import GeneratesOnly
+
+TASKS = tuple(TOKENS_TO_GENERATE)
+ASSIGN = re.compile(r"^VAR (\w+) = (?:VAR )?(\w+) ?$", re.MULTILINE)
+
+
+def solve(prompt: str, wrong: bool) -> list[str]:
+    """The answers, worked out of the prompt's text as a reader would (the last task in it, after any worked
+    example); ``wrong``: the same number of answers, none of them right."""
+    if "variable assignment" in prompt:
+        task = prompt.rsplit("Memorize and track", 1)[1]
+        value = re.search(r"assigned the value (\d+), they are:", task).group(1)
+        holds, assigned = {value}, dict(ASSIGN.findall(task))
+        while any(source in holds and name not in holds for name, source in assigned.items()):
+            holds |= {name for name, source in assigned.items() if source in holds}
+        answers = sorted(holds - {value})
+        return [name for name in assigned if name not in holds][:len(answers)] if wrong else answers
+    if "numbered list of words" in prompt:
+        listing = prompt.rsplit("Below is a numbered list", 1)[1].split("\n")[1]
+        counts = Counter(word for word in listing.split() if not word.endswith("."))
+        ranked = [word for word, _ in counts.most_common()]
+        return ranked[10:20] if wrong else ranked[:10]
+    text = prompt.rsplit("coded words. ", 1)[1].split("\nQuestion")[0]
+    ranked = [word for word, _ in Counter(w for w in text.split() if w != "...").most_common()]
+    return ranked[3:6] if wrong else ranked[:3]
+
+
+class SolverLM(GeneratesOnly, LM):
+    def __init__(self, wrong: bool = False):
+        super().__init__()
+        self.wrong = wrong
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        return [" " + " ".join(solve(request.args[0], self.wrong)) for request in requests]
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+
+def solver_loader(wrong: bool):
+    import torch
+
+    from ccq_eval.run import Evaluand
+    from tests.helpers import byte_tokenizer
+
+    def load(request, max_length):
+        provenance = {"weights_sha256": f"solver-{wrong}", "config": {"model_type": "solver", "wrong": wrong},
+                      "dtype": "none", "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
+        return Evaluand(lm=SolverLM(wrong), tokenizer=byte_tokenizer(), tokenizer_path="bytes", provenance=provenance)
+    return load
+
+
+def stored(store):
+    db = sqlite3.connect(store)
+    metrics = {(t, L, m): v for t, L, m, v in db.execute(
+        "SELECT u.task, u.context_length, m.metric, m.value FROM metrics m JOIN units u ON m.unit_id = u.id")}
+    samples = db.execute("SELECT u.task, u.settings, s.score, s.target, s.prediction, s.fields FROM samples s "
+                         "JOIN units u ON s.unit_id = u.id").fetchall()
+    return metrics, samples
+
+
+@pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
+def test_a_solver_scores_100_and_one_answering_distractors_0(tmp_path, wrong, expected):
+    store = tmp_path / "ccq.db"
+    request = RunRequest(model="solver", suite="ruler", lengths="8k", samples=3, store=str(store), label="solver")
+    assert run_suite(request, solver_loader(wrong), out=lambda *_: None) == 0
+    metrics, samples = stored(store)
+    assert {t: metrics[(t, 8192, "score")] for t in TASKS} == {t: expected for t in TASKS}
+    assert len(samples) == 3 * len(TASKS)
+    for task, settings, score, target, prediction, fields in samples:
+        fields, settings = json.loads(fields), json.loads(settings)
+        assert settings["tokens_to_generate"] == TOKENS_TO_GENERATE[task]
+        assert fields["prompt_tokens"] + TOKENS_TO_GENERATE[task] <= 8192
+        assert fields["answers"] == target and len(target.split(", ")) == {"ruler_vt": 5, "ruler_cwe": 10,
+                                                                          "ruler_fwe": 3}[task]
+        assert score == 100 * ruler_string_match(prediction, target.split(", "))
+
+
+def test_a_length_a_task_cannot_hold_is_refused_before_the_model_loads(tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    code = main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_cwe", "--lengths", "4096",
+                 "--samples", "2", "--store", str(tmp_path / "ccq.db")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "4096 tokens cannot hold every ruler_cwe prompt" in err[0]
+    assert not (tmp_path / "ccq.db").exists()
+
+
+def test_the_table_shows_each_task_and_a_lengths_average(tmp_path):
+    from ccq_eval.report.results import results_of
+    from ccq_eval.store import Store
+    from ccq_eval.suites.ruler.tables import ruler_cells
+
+    store = tmp_path / "ccq.db"
+    for wrong, label in ((False, "right"), (True, "wrong")):
+        request = RunRequest(model="solver", suite="ruler", lengths="8k", samples=2, store=str(store), label=label)
+        assert run_suite(request, solver_loader(wrong), out=lambda *_: None) == 0
+    cells = ruler_cells(results_of(Store(store, readonly=True)).metrics)
+    assert list(cells.columns) == ["VT 8K", "CWE 8K", "FWE 8K", "avg 8K"]
+    assert cells.loc["right"].tolist() == [100.0] * 4 and cells.loc["wrong"].tolist() == [0.0] * 4
+
+
+def test_a_zoo_model_runs_through_the_command_line(tmp_path):
+    from ccq_eval.cli import main
+
+    store = tmp_path / "ccq.db"
+    assert main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_vt,ruler_fwe", "--lengths", "2048",
+                 "--samples", "2", "--store", str(store)]) == 0
+    metrics, samples = stored(store)
+    assert {(t, m) for t, _, m in metrics} >= {(t, "score") for t in ("ruler_vt", "ruler_fwe")}
+    assert all(0 <= metrics[(t, 2048, "score")] <= 100 for t in ("ruler_vt", "ruler_fwe"))
+    assert len(samples) == 4 and all(json.loads(f)["answer_nll"] > 0 for *_, f in samples)
