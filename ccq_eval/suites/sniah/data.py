@@ -174,5 +174,7 @@ def load_or_generate(task: str, tokenizer, length: int, samples: int, seed: int,
                      progress=None, key: dict | None = None) -> tuple[list[dict], str, bool]:
     """(records, content sha256, reused from cache?); ``key``: the dataset key when already known."""
     key = key or dataset_key(task, tokenizer_fingerprint(tokenizer), length, samples, seed, haystack)
-    return load_or_build(dataset_path(key), key,
-                         lambda: generate(task, tokenizer, length, samples, seed, haystack, progress))
+    records, fingerprint, cached = load_or_build(dataset_path(key), key,
+                                                 lambda: generate(task, tokenizer, length, samples, seed, haystack,
+                                                                  progress))
+    return sizing.refuse_repeats(task, length, records), fingerprint, cached

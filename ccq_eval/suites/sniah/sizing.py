@@ -95,4 +95,15 @@ def fitted_records(task: str, tokenizer, length: int, build: Build, drawn: Seque
     for record in records:
         if any(value not in record["input"] for value in record["outputs"]):
             raise RuntimeError(f"{task}: a needle value is missing from sample {record['index']}")
+    return refuse_repeats(task, length, records)
+
+
+def refuse_repeats(task: str, length: int, records: list[dict]) -> list[dict]:
+    """The records, unless a prompt reads its essays twice (not the task RULER defines); checked on generating and
+    on every read from the cache, which may hold records written before the check."""
+    repeated = [r for r in records if r.get("haystack_passes", 1) > 1]
+    if repeated:
+        raise SniahError(f"length {length}: the {task} prompts need {repeated[0]['haystack_units']} words of essays "
+                         "and the haystack holds fewer, so each would repeat its sentences; pass --haystack a longer "
+                         "collection (the paper's Paul Graham essays) or use a smaller --lengths value")
     return records

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ccq_eval.data.cache import freeze, tokenizer_fingerprint
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import HaystackError, load_haystack
 from tests.helpers import byte_tokenizer
@@ -103,9 +104,12 @@ def test_dataset_key_covers_everything_that_changes_the_data(tmp_path):
     assert sniah.dataset_key("sniah_1", "tok", 1024, 10, 0, hay) == sniah.dataset_key("sniah_1", "tok", 1024, 10, 0, None)
 
 
-def test_essays_cycle_when_the_length_needs_more_words():
-    records = sniah.generate("sniah_2", TOK, 20000, 2, seed=0, haystack=load_haystack())
-    assert records[0]["haystack_passes"] >= 2 and records[0]["length"] > 19000
+def test_a_length_the_essays_cannot_fill_without_repeating_is_refused():
+    """The shipped essays hold 2,510 words: 20K bytes would read them twice in one prompt."""
+    with pytest.raises(sniah.SniahError, match="length 20000: the sniah_2 prompts need .* repeat its sentences"):
+        sniah.generate("sniah_2", TOK, 20000, 2, seed=0, haystack=load_haystack())
+    records = sniah.generate("sniah_2", TOK, 8192, 2, seed=0, haystack=load_haystack())
+    assert records[0]["haystack_passes"] == 1 and records[0]["length"] > 8000
 
 
 def test_length_below_the_prompt_skeleton():
@@ -185,8 +189,9 @@ def test_a_coarse_tokenizer_still_fills_its_lengths(task):
     """RULER repeats the haystack without bound; the search is bounded by the tokens the text adds, not by a cap
     on units (one that refused S-NIAH-1 at 512 with "512 haystack units encode to at most 384 tokens")."""
     hay = load_haystack(None) if task == "sniah_2" else None
-    coarse = CoarseTokenizer(1000 if task == "sniah_1" else 100)  # essays: 100 (their search is slower per step)
-    for length in (512, 1024):
+    # essays: 20 characters a token, so the lengths stay within the shipped essays (a repeat is refused)
+    coarse = CoarseTokenizer(1000 if task == "sniah_1" else 20)
+    for length in ((512, 1024) if task == "sniah_1" else (256, 512)):
         records = sniah.generate(task, coarse, length, 3, seed=0, haystack=hay)
         budget = length - sniah.TOKENS_TO_GENERATE
         tokens = [r["length"] - sniah.TOKENS_TO_GENERATE for r in records]
@@ -233,3 +238,13 @@ def test_a_haystack_of_short_words_takes_a_few_times_its_size(tmp_path):
     tracemalloc.stop()
     assert hay.n_words == 1_400_000 and hay.take(4)[0] == "ab cd ef ab"
     assert kept < 4 * size and peak < 6 * size, (kept, peak, size)
+
+
+def test_records_cached_before_the_repeat_check_are_refused_on_reading(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path))
+    hay = load_haystack()
+    records, _, _ = sniah.load_or_generate("sniah_2", TOK, 2048, 2, 0, hay)
+    key = sniah.dataset_key("sniah_2", tokenizer_fingerprint(TOK), 2048, 2, 0, hay)
+    freeze(sniah.dataset_path(key), [{**r, "haystack_passes": 2} for r in records], key)  # as an older version froze
+    with pytest.raises(sniah.SniahError, match="repeat its sentences"):
+        sniah.load_or_generate("sniah_2", TOK, 2048, 2, 0, hay)
