@@ -27,7 +27,19 @@ def store(tmp_path_factory):
                      *common]) == 0
     assert main(["--model", "zoo:transformer-tiny", "--suite", "sniah", "--tasks", "1,2", "--lengths", "1k,2k",
                  "--samples", "4", *common]) == 0  # no efficiency run: its state is counted from its config
+    assert main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_fwe", "--lengths", "1k",
+                 "--samples", "2", *common]) == 0  # RULER's other tasks are retrieval too
     return Store(path, readonly=True)
+
+
+def test_rulers_tasks_join_the_points_with_their_own_mean(store):
+    rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))}
+    metrics = store.metrics_frame()
+    fwe = metrics[(metrics.label == "gla-tiny") & (metrics.task == "ruler_fwe") & (metrics.metric == "score")]
+    assert float(rows["gla-tiny · 1K"]["FWE"]) == pytest.approx(fwe.value.item(), abs=1e-3)
+    # the mean over the suite's tasks the store holds (here one), and none for a point without them
+    assert float(rows["gla-tiny · 1K"]["RULER VT/CWE/FWE mean"]) == pytest.approx(fwe.value.item(), abs=1e-3)
+    assert rows["ccq-gla-tiny · 1K"]["RULER VT/CWE/FWE mean"] == ""
 
 
 def test_each_point_holds_the_efficiency_suites_bytes_or_the_configs_count(store):
