@@ -1,7 +1,8 @@
 """`make demo`: the shipped tiny zoo through the real pipeline, offline, on a laptop CPU.
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
-25 samples per cell, on RULER's five multi-needle tasks at the training length, and on long-context perplexity
+25 samples per cell, on RULER's five multi-needle tasks at the training length, on RULER's variable tracking and
+common / frequent words extraction at 2K (10 samples a task), and on long-context perplexity
 over four shipped corpora (the longppl
 suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
 in the same voice that it never saw, which measures generalisation; Python's reference manual and
@@ -36,6 +37,10 @@ SWEEP_SNIAH_TASKS = "sniah_1"
 SWEEP_SNIAH_LENGTHS = "1k,4k"  # the training length and 4x
 SNIAH_SAMPLES = 25
 MULTI_NIAH_LENGTH = "1k"  # RULER's multi-needle tasks at the training length only (the zoo never saw four needles)
+# RULER's VT, CWE and FWE: 2K, the shortest length all three fit with the zoo's byte tokenizer (VT's worked example and
+# CWE's list alone outgrow 1K), 10 samples a task: about 15 s a model here
+RULER_LENGTH = "2k"
+RULER_SAMPLES = 10
 LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
@@ -91,6 +96,10 @@ def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas:
                                                   str(samples), "--batch-size", str(GENERATION_BATCH), *model),
                             5 * sum(parse_lengths(multi_length)) / sum(parse_lengths(lengths))
                             * (TRANSFORMER_DECODING_COST if ZOO[name].family == "transformer" else 1)))
+            jobs.append(Job(f"{tag} ruler", ("--suite", "ruler", "--lengths", RULER_LENGTH, "--samples",
+                                             str(RULER_SAMPLES), "--batch-size", str(GENERATION_BATCH), *model),
+                            3 * sum(parse_lengths(RULER_LENGTH)) * RULER_SAMPLES / samples
+                            / sum(parse_lengths(lengths))))
     return sorted(jobs, key=lambda j: -j.cost)
 
 
@@ -234,7 +243,7 @@ def _render(store: Path, out: Path) -> bool:
     from ccq_eval import cli
 
     with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
-        for table in ("sniah", "sniah-partial", "multi-niah", "longppl", "recall-state", "seeds", "pairs"):
+        for table in ("sniah", "sniah-partial", "multi-niah", "ruler", "longppl", "recall-state", "seeds", "pairs"):
             if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
                 return False
         if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:

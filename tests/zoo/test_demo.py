@@ -53,7 +53,13 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     recall = pd.read_csv(out / "tables" / "recall-state.csv", index_col="label")
     assert recall.loc["gla-tiny · 1K", "multi-NIAH mean"] == pytest.approx(multi.loc["gla-tiny"].iloc[1:6].mean())
     assert pd.isna(recall.loc["gla-tiny · 2K", "multi-NIAH mean"])  # multi-NIAH at the training length only
-    for name in ("sniah", "sniah-partial", "multi-niah", "longppl", "recall-state", "seeds", "pairs"):
+    ruler = pd.read_csv(out / "tables" / "ruler.csv", index_col="label")  # the models, at 2K, with the S-NIAH there
+    assert sorted(ruler.index) == sorted(sniah.index)
+    assert [c for c in ruler.columns if c.endswith(" 2K")] == ["S1 2K", "S2 (ccq-essays) 2K", "VT 2K", "CWE 2K",
+                                                               "FWE 2K", "avg 2K"]
+    assert ruler.loc["gla-tiny", "avg 2K"] == pytest.approx(ruler.loc["gla-tiny", [c for c in ruler.columns if
+                                                                                  c.endswith(" 2K")][:-1]].mean())
+    for name in ("sniah", "sniah-partial", "multi-niah", "ruler", "longppl", "recall-state", "seeds", "pairs"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
     assert (out / "figures" / "recall-state.png").exists()
