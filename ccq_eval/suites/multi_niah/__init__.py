@@ -6,25 +6,15 @@ calls), tables.py (the accuracy table). Importing this module imports none of th
 from __future__ import annotations
 
 from ccq_eval.suites.base import SampleView, SeedMetric
-from ccq_eval.suites.sniah import HAYSTACK_OPTION, SniahSuite
+from ccq_eval.suites.sniah import HAYSTACK_OPTION, RulerNamedSuite
 from ccq_eval.suites.sniah.protocol import TOKENS_TO_GENERATE
 
 
-class MultiNiahSuite(SniahSuite):
+class MultiNiahSuite(RulerNamedSuite):
     def driver(self, inputs):
         from ccq_eval.suites.multi_niah.driver import MultiNiahDriver
 
         return MultiNiahDriver(inputs)
-
-    def lm_eval_units(self, task, results):
-        """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
-        generator), and its config lacks the plugin's dataset_kwargs."""
-        if task not in self.all_tasks:
-            return None
-        config = ((results.data.get("configs") or {}).get(task) or {}).get("dataset_kwargs") or {}
-        if config.get(f"{self.name}_task") != task:
-            return "lm-eval's own RULER task of that name (not ccq-eval's plugin): its data is not this suite's"
-        return super().lm_eval_units(task, results)
 
     def prompt_context(self, record, width):
         """The first answer's needle (the asked one in the multi-key tasks) in its haystack."""

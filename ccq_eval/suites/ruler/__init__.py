@@ -1,33 +1,23 @@
 """RULER's non-needle synthetic tasks: variable tracking (VT), common words extraction (CWE), frequent words
 extraction (FWE). compose.py (a prompt from its draws, as NVIDIA/RULER composes it), data.py (draws, sizing, the
 frozen records), driver.py (S-NIAH's driver over these), scoring.py and plugin.py (what tasks/ruler calls), tables.py
-(the thirteen-task RULER table). Importing this module imports none of the heavy ones.
+(the RULER table: every RULER task a store holds, per length). Importing this module imports none of the heavy ones.
 """
 
 from __future__ import annotations
 
 from ccq_eval.suites.base import SampleView, SeedMetric
-from ccq_eval.suites.sniah import SniahSuite
+from ccq_eval.suites.sniah import RulerNamedSuite
 from ccq_eval.suites.sniah.protocol import TASK_VERSION
 
 TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50}  # RULER's constants.py, per task
 
 
-class RulerSuite(SniahSuite):
+class RulerSuite(RulerNamedSuite):
     def driver(self, inputs):
         from ccq_eval.suites.ruler.driver import RulerDriver
 
         return RulerDriver(inputs)
-
-    def lm_eval_units(self, task, results):
-        """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
-        generator), and its config lacks the plugin's dataset_kwargs."""
-        if task not in self.all_tasks:
-            return None
-        config = ((results.data.get("configs") or {}).get(task) or {}).get("dataset_kwargs") or {}
-        if config.get(f"{self.name}_task") != task:
-            return "lm-eval's own RULER task of that name (not ccq-eval's plugin): its data is not this suite's"
-        return super().lm_eval_units(task, results)
 
     def prompt_context(self, record, width):
         return None  # no needle to show in context: the sample page shows the answers

@@ -51,6 +51,20 @@ class SniahSuite(Suite):
                                           more=generation + metrics) for task in self.tasks}
 
 
+class RulerNamedSuite(SniahSuite):
+    """A suite whose task names lm-eval's own RULER port uses too (the multi-needle and ruler suites)."""
+
+    def lm_eval_units(self, task, results):
+        """Only this suite's plugin's results: lm-eval's own RULER port has the same task names (and another
+        generator), and its config lacks the plugin's dataset_kwargs."""
+        if task not in self.all_tasks:
+            return None
+        config = ((results.data.get("configs") or {}).get(task) or {}).get("dataset_kwargs") or {}
+        if config.get(f"{self.name}_task") != task:
+            return "lm-eval's own RULER task of that name (not ccq-eval's plugin): its data is not this suite's"
+        return super().lm_eval_units(task, results)
+
+
 SUITE = SniahSuite(
     name="sniah",
     tasks=("sniah_1", "sniah_2", "sniah_3"),
