@@ -20,7 +20,9 @@ class RulerSuite(RulerNamedSuite):
         return RulerDriver(inputs)
 
     def prompt_context(self, record, width):
-        return None  # no needle to show in context: the sample page shows the answers
+        from ccq_eval.suites.ruler.context import task_context
+
+        return task_context(record, width)
 
     def task_files(self):
         from ccq_eval.suites.plugin_args import reported_lengths
@@ -46,7 +48,7 @@ SUITE = RulerSuite(
     samples_mean="samples per task and length",
     in_all=False,  # not one of the paper's tables: run by name
     seed_metrics=(SeedMetric("score", "score", True),),
-    sample_view=SampleView(fields=(("answers", ("answers",)), ("answers' NLL", ("answer_nll",)),
-                                   ("prompt tokens", ("prompt_tokens",)))),
+    sample_view=SampleView(fields=(("answers' NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
+                           context=True),
     records_folder="ruler",
 )

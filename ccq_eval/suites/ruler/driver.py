@@ -28,7 +28,7 @@ class RulerDriver(SniahDriver):
         return ANSWER_SEPARATOR.join(doc["outputs"])
 
     def sample_fields(self, task: str, doc: dict, prediction: str) -> dict:
-        return {"answers": ANSWER_SEPARATOR.join(doc["outputs"])}
+        return {}  # the answers are the sample's target; the prompt's context comes from its frozen record
 
     def unit_metrics(self, samples: list[Sample]) -> list[Metric]:
         """RULER's score (string_match_all: the mean share of expected answers found) and how many samples found

@@ -92,9 +92,21 @@ def test_a_solver_scores_100_and_one_answering_distractors_0(tmp_path, wrong, ex
         fields, settings = json.loads(fields), json.loads(settings)
         assert settings["tokens_to_generate"] == TOKENS_TO_GENERATE[task]
         assert fields["prompt_tokens"] + TOKENS_TO_GENERATE[task] <= 8192
-        assert fields["answers"] == target and len(target.split(", ")) == {"ruler_vt": 5, "ruler_cwe": 10,
-                                                                          "ruler_fwe": 3}[task]
+        assert len(target.split(", ")) == {"ruler_vt": 5, "ruler_cwe": 10, "ruler_fwe": 3}[task]
         assert score == 100 * ruler_string_match(prediction, target.split(", "))
+
+
+def test_the_report_shows_vts_assignment_and_the_others_question():
+    from ccq_eval.byte_tokenizer import byte_tokenizer
+    from ccq_eval.suites.ruler import SUITE, data
+
+    vt = data.generate("ruler_vt", byte_tokenizer(), 4096, 1, seed=0)[0]
+    shown = SUITE.prompt_context(vt, 80)
+    assert shown["needle"].startswith(f"VAR {vt['outputs'][0]} = ") and len(shown["before"]) == 80
+    assert shown["needle"].split()[-1] in vt["gen_prefix"]  # the value the question asks about
+    fwe = data.generate("ruler_fwe", byte_tokenizer(), 2048, 1, seed=0)[0]
+    assert SUITE.prompt_context(fwe, 80)["needle"].startswith("Question: Do not provide any explanation.")
+    assert SUITE.prompt_context({"input": 3, "outputs": []}, 80) is None
 
 
 def test_a_length_a_task_cannot_hold_is_refused_before_the_model_loads(tmp_path, capsys):
