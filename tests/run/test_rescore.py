@@ -107,7 +107,7 @@ def test_records_gone_from_the_cache_leave_the_unit_out_by_name(copy, tmp_path, 
     (["--suite", "lm"], "--suite lm: cannot be re-scored: lm-eval's zero-shot tasks score the model's likelihood"),
     (["--tasks", "sniah_1"], "--tasks needs --suite"),
     (["--suite", "sniah", "--tasks", "sniah_9"], "'sniah_9' is not a task of suite 'sniah'"),
-    (["--suite", "ruler"], "--suite 'ruler': unknown"),
+    (["--suite", "niah"], "--suite 'niah': unknown"),
 ])
 def test_what_cannot_be_rescored_is_one_line_and_exit_2(copy, capsys, argv, message):
     before = unit_rows(copy)
