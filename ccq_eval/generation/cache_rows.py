@@ -24,21 +24,42 @@ def copy_rows(cache, rows: list[int]):
     return copied
 
 
-def _join(a, b):
-    if isinstance(a, torch.Tensor):
-        return torch.cat([a, b])
-    if isinstance(a, dict):
-        return {key: _join(a[key], b[key]) for key in a}
-    if isinstance(a, (tuple, list)):
-        return type(a)(_join(x, y) for x, y in zip(a, b, strict=True))
-    if is_dataclass(a):  # CCQ's running key statistics
-        return type(a)(**{f.name: _join(getattr(a, f.name), getattr(b, f.name)) for f in fields(a)})
-    if a is None and b is None:
-        return None
-    raise TypeError(f"cannot join cache states of type {type(a).__name__} and {type(b).__name__}")
+def leaves(state) -> list[torch.Tensor]:
+    """The tensors of one layer's cache state (fla: a dict of recurrent, convolution, attention and CCQ states), in a
+    fixed order."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, dict):
+        return [t for key in state for t in leaves(state[key])]
+    if isinstance(state, (tuple, list)):
+        return [t for item in state for t in leaves(item)]
+    if is_dataclass(state):  # CCQ's running key statistics
+        return [t for f in fields(state) for t in leaves(getattr(state, f.name))]
+    return []
+
+
+def rebuild(state, tensors):
+    """``state`` with its tensors replaced, in ``leaves`` order, from the iterator ``tensors``."""
+    if isinstance(state, torch.Tensor):
+        return next(tensors)
+    if isinstance(state, dict):
+        return {key: rebuild(state[key], tensors) for key in state}
+    if isinstance(state, (tuple, list)):
+        return type(state)(rebuild(item, tensors) for item in state)
+    if is_dataclass(state):
+        return type(state)(**{f.name: rebuild(getattr(state, f.name), tensors) for f in fields(state)})
+    return state
+
+
+def cache_leaves(cache) -> list[torch.Tensor]:
+    """Every tensor of an fla cache, layer by layer."""
+    return [t for layer in cache.layers for t in leaves(layer.state)]
 
 
 def join_rows(cache, more) -> None:
     """Append the rows of ``more`` (an fla cache of the same model) to ``cache``, in place."""
     for layer, other in zip(cache.layers, more.layers, strict=True):
-        layer.state = _join(layer.state, other.state)
+        mine, theirs = leaves(layer.state), leaves(other.state)
+        if len(mine) != len(theirs):
+            raise TypeError(f"cannot join cache states of {len(mine)} and {len(theirs)} tensors")
+        layer.state = rebuild(layer.state, (torch.cat([a, b]) for a, b in zip(mine, theirs)))

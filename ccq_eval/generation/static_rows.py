@@ -13,41 +13,13 @@ other device the same buffers are stepped eagerly (what the CPU tests check agai
 from __future__ import annotations
 
 import warnings
-from dataclasses import fields, is_dataclass
-
 import torch
 
-from ccq_eval.generation.cache_rows import copy_rows
+from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, rebuild
 
 _WARNED: set[str] = set()
 # a replay that parts from the eager step by more than this (relative to the largest value) is wrong, not rounding
 REPLAY_TOLERANCE = 1e-3
-
-
-def leaves(state) -> list[torch.Tensor]:
-    """The tensors of one layer's cache state, in a fixed order."""
-    if isinstance(state, torch.Tensor):
-        return [state]
-    if isinstance(state, dict):
-        return [t for key in state for t in leaves(state[key])]
-    if isinstance(state, (tuple, list)):
-        return [t for item in state for t in leaves(item)]
-    if is_dataclass(state):
-        return [t for f in fields(state) for t in leaves(getattr(state, f.name))]
-    return []
-
-
-def rebuild(state, tensors):
-    """``state`` with its tensors replaced, in ``leaves`` order, from the iterator ``tensors``."""
-    if isinstance(state, torch.Tensor):
-        return next(tensors)
-    if isinstance(state, dict):
-        return {key: rebuild(state[key], tensors) for key in state}
-    if isinstance(state, (tuple, list)):
-        return type(state)(rebuild(item, tensors) for item in state)
-    if is_dataclass(state):
-        return type(state)(**{f.name: rebuild(getattr(state, f.name), tensors) for f in fields(state)})
-    return state
 
 
 def _say_once(model, why: str) -> None:
@@ -63,46 +35,34 @@ class StaticRows:
     def __init__(self, model, cache, rows: int, width: int, capture: bool):
         self.model, self.width = model, width
         self.cache = copy_rows(cache, [r % rows for r in range(width)]) if rows != width else cache
-        self.buffers = [t for layer in self.cache.layers for t in leaves(layer.state)]
+        self.buffers = cache_leaves(self.cache)
         self.ids = torch.zeros((width, 1), dtype=torch.long, device=model.device)
         self.logits: torch.Tensor | None = None
         self.graph, self.capture = None, capture  # capture: on CUDA (the engine decides)
 
     def place(self, slots: list[int], cache, rows: list[int]) -> None:
         """Copy rows of another cache of the same model (a new prefill) into these slots."""
-        incoming = [t for layer in cache.layers for t in leaves(layer.state)]
+        incoming = cache_leaves(cache)
         index = torch.tensor(rows, device=self.ids.device)
         at = torch.tensor(slots, device=self.ids.device)
         for buffer, new in zip(self.buffers, incoming, strict=True):
             buffer.index_copy_(0, at, new.index_select(0, index).to(buffer.dtype))
 
-    def _eager(self) -> torch.Tensor:
+    def _run_eager(self) -> torch.Tensor:
         """One step from the buffers, the new states copied back into them; the logits [width, V]."""
         out = self.model(self.ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
         self.cache = out.past_key_values
-        for layer in self.cache.layers:
-            new = leaves(layer.state)
-            layer.state = rebuild(layer.state, iter(self._home(new)))
-        return out.logits[:, -1]
-
-    def _home(self, new: list[torch.Tensor]):
-        buffers = self._take(len(new))
-        for buffer, tensor in zip(buffers, new, strict=True):
-            if tensor.data_ptr() != buffer.data_ptr():
-                buffer.copy_(tensor)
-        return buffers
-
-    def _take(self, n: int) -> list[torch.Tensor]:
-        taken, self._next = self.buffers[self._next:self._next + n], self._next + n
-        return taken
-
-    def _run_eager(self) -> torch.Tensor:
-        self._next = 0
-        logits = self._eager()
-        if self._next != len(self.buffers):
-            raise RuntimeError(f"the cache's states changed shape in a step ({self._next} tensors, "
+        new = cache_leaves(self.cache)
+        if len(new) != len(self.buffers):
+            raise RuntimeError(f"the cache's states changed shape in a step ({len(new)} tensors, "
                                f"{len(self.buffers)} buffers)")
-        return logits
+        for buffer, tensor in zip(self.buffers, new):
+            if tensor.data_ptr() != buffer.data_ptr():  # fla returns new tensors; some states move in place
+                buffer.copy_(tensor)
+        home = iter(self.buffers)
+        for layer in self.cache.layers:
+            layer.state = rebuild(layer.state, home)
+        return out.logits[:, -1]
 
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed each slot its token; the slots' next-token logits [width, V]."""

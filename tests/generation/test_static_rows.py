@@ -15,7 +15,8 @@ from ccq_eval.generation import static_rows
 from ccq_eval.generation.engine import _StaticRun, generate
 from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.reference import generate_one
-from ccq_eval.generation.static_rows import StaticRows, leaves, rebuild
+from ccq_eval.generation.cache_rows import leaves, rebuild
+from ccq_eval.generation.static_rows import StaticRows
 from ccq_eval.models.ccq import CCQState
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
