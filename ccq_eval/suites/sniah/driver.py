@@ -190,3 +190,19 @@ class SniahDriver(Driver):
         extra = {**prediction_counts(samples), **generated.settings, **moved_needles(samples)}
         return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=data.fingerprint,
                            settings=extra, raw=generated.raw)
+
+
+class SeveralAnswersDriver(SniahDriver):
+    """The drivers of tasks with several expected answers a sample (the multi-needle and ruler suites): their
+    answers' NLL is one ", "-joined continuation, and a unit reports RULER's score (string_match_all: the mean share
+    of expected answers found) and how many samples found every one."""
+
+    ANSWER_SEPARATOR = ", "
+
+    def answer(self, doc: dict) -> str:
+        return self.ANSWER_SEPARATOR.join(doc["outputs"])
+
+    def unit_metrics(self, samples: list[Sample]) -> list[Metric]:
+        scores = [s.score for s in samples]
+        return [mean_metric("score", scores, is_primary=True),
+                Metric("all_found", float(sum(1 for s in scores if s == 100.0)), n=len(scores))]
