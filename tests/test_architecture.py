@@ -204,7 +204,7 @@ def test_a_new_suites_own_error_is_one_line_and_exit_2(monkeypatch, capsys, tmp_
 def test_an_unknown_suite_is_refused_not_mapped_to_another():
     from ccq_eval.suites import SuiteError, get_suite
 
-    with pytest.raises(SuiteError, match="unknown suite; available: lm, sniah, multi_niah, ruler, longppl, longbench, "
+    with pytest.raises(SuiteError, match="unknown suite; available: lm, sniah, multi_niah, ruler, recall, longppl, longbench, "
                                          "efficiency, all"):
         get_suite("niah")
 
@@ -232,7 +232,7 @@ def suites_with_task_files() -> list[str]:
 
 def test_every_task_folder_belongs_to_a_suite_that_generates_it():
     folders = sorted(p.name for p in (REPO / "tasks").iterdir() if p.is_dir() and not p.name.startswith("__"))
-    assert folders == sorted(suites_with_task_files()) and len(folders) == 5
+    assert folders == sorted(suites_with_task_files()) and len(folders) == 6
 
 
 @pytest.mark.parametrize("suite", suites_with_task_files())

@@ -14,6 +14,7 @@ REGISTERED = (
     "sniah",
     "multi_niah",
     "ruler",
+    "recall",
     "longppl",
     "longbench",
     "efficiency",

@@ -619,3 +619,45 @@ def test_a_cached_weights_blob_cut_short_is_one_line_offline(env, mirror, tmp_pa
                  str(tmp_path / "t.db"))
     one_line_error(result, "model.safetensors: cut short", "HF_HUB_OFFLINE")
     assert [line for line in result.stderr.splitlines() if line.strip()] == [result.stderr.strip()]  # nothing else
+
+
+# --- RULER's QA documents: the hub's parquet of SQuAD v2 and HotpotQA, as the rows the QA tasks read ----------
+
+QA_ROWS = Path(__file__).parents[1] / "fixtures" / "ruler" / "qa" / "ruler"
+
+
+def qa_parquet(name: str) -> bytes:
+    """The fixture's rows laid out as the hub's parquet (answers and contexts as the hub's structs)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in (QA_ROWS / f"{name}.jsonl").read_text().splitlines()]
+    if name == "squad":
+        table = {"id": [f"q{i}" for i in range(len(rows))], "title": [r["title"] for r in rows],
+                 "context": [r["context"] for r in rows], "question": [r["question"] for r in rows],
+                 "answers": [{"text": r["answers"], "answer_start": [0] * len(r["answers"])} for r in rows]}
+    else:
+        table = {"id": [f"h{i}" for i in range(len(rows))], "question": [r["question"] for r in rows],
+                 "answer": [r["answer"] for r in rows], "type": ["bridge"] * len(rows), "level": ["easy"] * len(rows),
+                 "context": [{"title": [t for t, _ in r["context"]], "sentences": [s for _, s in r["context"]]}
+                             for r in rows]}
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(table), buffer)
+    return buffer.getvalue()
+
+
+def test_fetch_ruler_freezes_the_qa_rows_the_tasks_read(env, mirror):
+    mirror.add(MirrorRepo("rajpurkar/squad_v2", {"squad_v2/validation-00000-of-00001.parquet": qa_parquet("squad"),
+                                                 "squad_v2/train-00000-of-00001.parquet": qa_parquet("hotpotqa")},
+                          commit="5" * 40))
+    mirror.add(MirrorRepo("hotpotqa/hotpot_qa", {"distractor/validation-00000-of-00001.parquet": qa_parquet("hotpotqa"),
+                                                 "fullwiki/validation-00000-of-00001.parquet": qa_parquet("squad")},
+                          commit="6" * 40))
+    result = cli(env, "data", "fetch", "ruler")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name, repo, commit in (("squad", "rajpurkar/squad_v2", "5" * 40), ("hotpotqa", "hotpotqa/hotpot_qa", "6" * 40)):
+        rows, key = frozen(env, "ruler", name)
+        assert rows == [json.loads(line) for line in (QA_ROWS / f"{name}.jsonl").read_text().splitlines()]
+        assert key["source"]["repo"] == repo and key["source"]["commit"] == commit and "CC BY-SA" in key["licence"]
+    assert frozen(env, "ruler", "squad")[1]["source"]["file"].startswith("squad_v2/validation-")
+    assert frozen(env, "ruler", "hotpotqa")[1]["source"]["file"].startswith("distractor/validation-")

@@ -1,6 +1,6 @@
-"""RULER's non-needle synthetic tasks: variable tracking (VT), common words extraction (CWE), frequent words
-extraction (FWE). compose.py (a prompt from its draws, as NVIDIA/RULER composes it), data.py (draws, sizing, the
-frozen records), driver.py (S-NIAH's driver over these), scoring.py and plugin.py (what tasks/ruler calls), tables.py
+"""RULER's tasks past the needles: variable tracking (VT), common words extraction (CWE), frequent words
+extraction (FWE), and QA over SQuAD / HotpotQA documents. compose.py and qa.py (a prompt from its draws, as
+NVIDIA/RULER composes it), qa_data.py (the QA documents), data.py (draws, sizing, the frozen records), driver.py (S-NIAH's driver over these), scoring.py and plugin.py (what tasks/ruler calls), tables.py
 (the RULER table: every RULER task a store holds, per length). Importing this module imports none of the heavy ones.
 """
 
@@ -10,10 +10,24 @@ from ccq_eval.suites.base import SampleView, SeedMetric
 from ccq_eval.suites.sniah import RulerNamedSuite
 from ccq_eval.suites.sniah.protocol import TASK_VERSION
 
-TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50}  # RULER's constants.py, per task
+# RULER's constants.py, per task (qa_1 / qa_2: SQuAD / HotpotQA documents)
+TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50, "ruler_qa_squad": 32, "ruler_qa_hotpotqa": 32}
+
+
+QA_TASKS = ("ruler_qa_squad", "ruler_qa_hotpotqa")  # scored by string_match_part (any answer); the rest by _all
 
 
 class RulerSuite(RulerNamedSuite):
+    def fetchable(self):
+        from ccq_eval.suites.ruler.qa_data import HUB
+
+        return tuple(HUB)
+
+    def fetch(self, names):
+        from ccq_eval.suites.ruler.qa_data import fetch
+
+        return fetch(names)
+
     def driver(self, inputs):
         from ccq_eval.suites.ruler.driver import RulerDriver
 
@@ -31,7 +45,8 @@ class RulerSuite(RulerNamedSuite):
         metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
 
         def generation(task):  # greedy, RULER's budget for the task; stock lm-eval's generate_until reads it here
-            return ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+            scoring = "process_results: !function utils.process_results_part\n" if task in QA_TASKS else ""
+            return (scoring + "generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
                     f"  max_gen_toks: {TOKENS_TO_GENERATE[task]}\n  until: []\n")
 
         return {f"{task}.yaml": task_yaml(self.name, task, {f"{self.name}_task": task}, TASK_VERSION,
@@ -43,12 +58,14 @@ SUITE = RulerSuite(
     tasks=tuple(TOKENS_TO_GENERATE),
     default_lengths=(4096, 8192, 16384, 32768),
     default_samples=500,
-    display={"ruler_vt": "VT", "ruler_cwe": "CWE", "ruler_fwe": "FWE"},
-    length_means="prompt + the task's generated tokens (VT 30, CWE 120, FWE 50) <= L",
+    display={"ruler_vt": "VT", "ruler_cwe": "CWE", "ruler_fwe": "FWE", "ruler_qa_squad": "QA-1",
+             "ruler_qa_hotpotqa": "QA-2"},
+    length_means="prompt + the task's generated tokens (VT 30, CWE 120, FWE 50, QA 32) <= L",
     samples_mean="samples per task and length",
     in_all=False,  # not one of the paper's tables: run by name
     seed_metrics=(SeedMetric("score", "score", True),),
     sample_view=SampleView(fields=(("answers' NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
                            context=True),
     records_folder="ruler",
+    fetches_data=True,  # the QA tasks' SQuAD and HotpotQA documents
 )

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ccq_eval.data.cache import cache_root, load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.suites.ruler import TOKENS_TO_GENERATE, compose
+from ccq_eval.suites.ruler import TOKENS_TO_GENERATE, compose, qa, qa_data
 from ccq_eval.suites.sniah import sizing
 from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of
 
@@ -32,10 +32,10 @@ GENERATOR_VERSION = 1
 @dataclass(frozen=True)
 class Variant:
     task: str
-    haystack: str = "none"  # no essay haystack (S-NIAH's driver and plugin ask)
+    haystack: str = "none"  # no essay haystack (S-NIAH's driver and plugin ask); QA: its documents' source
 
 
-VARIANTS = {task: Variant(task) for task in TOKENS_TO_GENERATE}
+VARIANTS = {task: Variant(task, "documents" if task in qa_data.SOURCES else "none") for task in TOKENS_TO_GENERATE}
 VT_EXAMPLE_TOKENS = 500  # variable_tracking.py's main(): the worked example's budget
 VT_LEAST_NOISES = 5  # variable_tracking.py's smallest haystack (its step): a length that cannot hold it is refused
 FWE_WORD_LENGTH = 6  # --coded_wordlen
@@ -86,6 +86,7 @@ class Draw:
     example_names: tuple[str, ...] = ()  # VT: the worked example's variables, as randomised for this sample
     example_value: str = ""
     vocabulary: tuple[str, ...] = ()  # FWE: the ranked coded words
+    question: int = 0  # QA: the question's index (RULER's: the sample's)
     placement: int = 0
 
 
@@ -133,8 +134,34 @@ def _public(record: dict) -> dict:
     return {**record, "gen_prefix": prefix[1:] if prefix.startswith(" ") else prefix}
 
 
-def build(task: str, length: int, tokenizer, seed: int):
+def qa_build(task: str, length: int, source: qa_data.QaSource):
+    """QA: units are documents; the sample's question is its index's (RULER takes them in order), the documents
+    beside its own drawn from ``placement``. More documents than the source holds is refused, not repeated."""
+    qa_set = source.qa_set
+    total = len(qa_set.documents)
+
+    def record(units, drawn):
+        question = qa_set.questions[drawn.question % len(qa_set.questions)]
+        count = min(max(units, len(question.context)), total)  # sizing never asks for more (qa_bound)
+        chosen = qa.chosen_documents(question, total, count, random.Random(drawn.placement))
+        return {**_public(qa.qa_record(question, [qa_set.documents[i] for i in chosen])), "haystack_units": count,
+                "alternatives": True}  # any one reference answers (string_match_part)
+    return record
+
+
+def qa_bound(task: str, length: int, source: qa_data.QaSource | None) -> sizing.Bounded | None:
+    """QA's documents are finite: a length that all of them still fit is refused (RULER would repeat them)."""
+    if source is None:
+        return None
+    total = len(source.qa_set.documents)
+    return sizing.Bounded(total, f"{task}: length {length} needs more than the {total} documents of {source.path}, "
+                                 "so RULER would repeat them inside one prompt; use a smaller length or a larger source")
+
+
+def build(task: str, length: int, tokenizer, seed: int, source: qa_data.QaSource | None = None):
     """(units, draw) -> record, for sizing.fitted_records."""
+    if task in qa_data.SOURCES:
+        return qa_build(task, length, source)
     if task == "ruler_vt":
         noises, example_chain = vt_example(tokenizer, seed)
         example = compose.vt_worked_example(noises, example_chain)
@@ -162,34 +189,66 @@ def build(task: str, length: int, tokenizer, seed: int):
 
 def draws(task: str, length: int, samples: int, seed: int) -> list[Draw]:
     rng = random.Random(f"{seed}-ruler-{task}-{length}")
-    return [draw(task, length, rng) for _ in range(samples)]
+    drawn = [draw(task, length, rng) for _ in range(samples)]
+    if task in qa_data.SOURCES:  # RULER's questions in order, from the first
+        drawn = [Draw(question=index, placement=d.placement) for index, d in enumerate(drawn)]
+    return drawn
 
 
 def _probe(task: str, length: int, seed: int) -> Draw:
     return draw(task, length, random.Random(f"{seed}-ruler-{task}-{length}-probe"))
 
 
+QA_OWN_DOCUMENTS = {"ruler_qa_squad": 1, "ruler_qa_hotpotqa": 10}  # a question's own: its paragraph; its ten
+
+
+def check_source_fills(task: str, tokenizer, haystack, length: int, seed: int) -> None:
+    """QA: refused in one line where every document of the source still fits the length (the sizing would find
+    the same; this is early, before a model loads)."""
+    source = _source(task, haystack)
+    if source is None:
+        return
+    bound = qa_bound(task, length, source)
+    record = build(task, length, tokenizer, seed, source)(bound.units, _probe(task, length, seed))
+    if count_tokens(tokenizer, prompt_of(record)) + TOKENS_TO_GENERATE[task] <= length:
+        raise SniahError(bound.refusal)
+
+
 def least_units(task: str) -> int:
-    return VT_LEAST_NOISES if task == "ruler_vt" else 0
+    return VT_LEAST_NOISES if task == "ruler_vt" else QA_OWN_DOCUMENTS.get(task, 0)
+
+
+def _source(task: str, sources) -> qa_data.QaSource | None:
+    """The QA task's loaded source from the driver's or plugin's ``haystack`` argument (task -> source)."""
+    if task not in qa_data.SOURCES:
+        return None
+    if not sources or task not in sources:
+        raise qa_data.QaDataError(f"{task}: no documents were loaded; put them in DATA_DIR/ruler/ or run "
+                                  f"`{qa_data.FETCH_COMMAND}`")
+    return sources[task]
 
 
 def smallest_length(task: str, tokenizer, haystack, length: int, samples: int, seed: int) -> int:
-    """As S-NIAH's (its driver and plugin call both alike); these tasks read no essay ``haystack``."""
-    return sizing.smallest_length(tokenizer, build(task, length, tokenizer, seed),
+    """As S-NIAH's (its driver and plugin call both alike); ``haystack``: the QA tasks' sources (task -> source)."""
+    return sizing.smallest_length(tokenizer, build(task, length, tokenizer, seed, _source(task, haystack)),
                                   [_probe(task, length, seed), *draws(task, length, samples, seed)],
                                   least_units(task), TOKENS_TO_GENERATE[task])
 
 
 def generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack=None, progress=None) -> list[dict]:
     """``samples`` records whose prompt plus the task's tokens to generate fit ``length``."""
-    return sizing.fitted_records(task, tokenizer, length, build(task, length, tokenizer, seed),
+    source = _source(task, haystack)
+    return sizing.fitted_records(task, tokenizer, length, build(task, length, tokenizer, seed, source),
                                  draws(task, length, samples, seed), _probe(task, length, seed), least_units(task),
-                                 progress, TOKENS_TO_GENERATE[task])
+                                 progress, TOKENS_TO_GENERATE[task],
+                                 answers_in_prompt=source is None,  # HotpotQA answers yes / no
+                                 most=qa_bound(task, length, source))
 
 
 def dataset_key(task: str, tokenizer_fp: str, length: int, samples: int, seed: int, haystack=None) -> dict:
+    source = _source(task, haystack)
     return {"generator": "ruler", "version": GENERATOR_VERSION, "task": task, "length": length, "samples": samples,
-            "seed": seed, "tokenizer": tokenizer_fp}
+            "seed": seed, "tokenizer": tokenizer_fp, **({"documents": source.fingerprint} if source else {})}
 
 
 def dataset_path(key: dict) -> Path:
@@ -200,9 +259,9 @@ def dataset_path(key: dict) -> Path:
 def load_or_generate(task: str, tokenizer, length: int, samples: int, seed: int, haystack=None, progress=None,
                      key: dict | None = None) -> tuple[list[dict], str, bool]:
     """(records, content sha256, reused from cache?)."""
-    key = key or dataset_key(task, tokenizer_fingerprint(tokenizer), length, samples, seed)
+    key = key or dataset_key(task, tokenizer_fingerprint(tokenizer), length, samples, seed, haystack)
     return load_or_build(dataset_path(key), key,
-                         lambda: generate(task, tokenizer, length, samples, seed, progress=progress))
+                         lambda: generate(task, tokenizer, length, samples, seed, haystack, progress=progress))
 
 
 __all__ = ["TOKENS_TO_GENERATE", "VARIANTS", "SniahError", "dataset_key", "generate", "load_or_generate",

@@ -16,7 +16,7 @@ from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
-from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix, ruler_string_match
+from ccq_eval.suites.sniah.scoring import answer_prefix, ruler_postprocess, ruler_string_match
 from ccq_eval.suites.sniah.sizing import SniahError, prompt_of
 
 EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
@@ -67,6 +67,10 @@ class SniahDriver(Driver):
         """The generation budget of a task's samples (RULER's, per task)."""
         return TOKENS_TO_GENERATE
 
+    def match(self, task: str, prediction: str, references: list[str]) -> float:
+        """A prediction's score in [0, 1]: RULER's string_match_all (the share of references found)."""
+        return ruler_string_match(prediction, references)
+
     def sample_fields(self, task: str, doc: dict, prediction: str) -> dict:
         return {"depth": doc["depth"], "depth_used": sniah.depth_used(task, doc), "key": doc["key"],
                 "answer_prefix": answer_prefix(prediction, doc["outputs"][0])}
@@ -76,6 +80,10 @@ class SniahDriver(Driver):
         return [mean_metric("score", scores, is_primary=True),
                 Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores)),
                 mean_metric("answer_prefix", [s.fields["answer_prefix"] for s in samples])]
+
+    def scores_full(self, task: str, prediction: str, references: list[str]) -> bool:
+        """The early-stop rule: the prefix generated so far already scores 1, so every continuation does."""
+        return self.match(task, prediction, references) == 1.0
 
     @functools.cached_property
     def haystack(self):
@@ -122,7 +130,8 @@ class SniahDriver(Driver):
 
     # --- generate -------------------------------------------------------------------------------
 
-    def _decoding_hooks(self, records: list[dict], model) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
+    def _decoding_hooks(self, task: str, records: list[dict],
+                        model) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
         """(this unit's decoding hooks, sample index -> its prompt's key); none for a model that does not score
         text (it only generates)."""
         lm, hooks = model.lm, DecodingHooks()
@@ -133,9 +142,9 @@ class SniahDriver(Driver):
             hooks.score_continuations = {keys[d["index"]]: model.tokenizer(" " + self.answer(d),
                                                                            add_special_tokens=False)["input_ids"]
                                          for d in records}
-        if EARLY_STOP:  # once every needle value is in a row's output, string_match_all is 1 and no later token
-            # can change it (RULER scores containment); the answer prefix is fixed by then too
-            hooks.stop_when = {keys[d["index"]]: functools.partial(all_values_found, values=d["outputs"])
+        if EARLY_STOP:  # once a row's output scores 1, no later token can change it (RULER scores containment);
+            # the answer prefix is fixed by then too
+            hooks.stop_when = {keys[d["index"]]: functools.partial(self.scores_full, task, references=d["outputs"])
                                for d in records}
         return hooks, keys
 
@@ -154,7 +163,7 @@ class SniahDriver(Driver):
         return nlls, len(docs) - len(missing)
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
-        hooks, keys = self._decoding_hooks(data.records, model)
+        hooks, keys = self._decoding_hooks(unit.task, data.records, model)
         out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed,
                        unit.context_length, hooks=hooks)
         if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
@@ -176,7 +185,8 @@ class SniahDriver(Driver):
             output = generated.outputs[doc["index"]]
             prediction = output["prediction"]
             samples.append(Sample(
-                doc["index"], 100.0 * ruler_string_match(prediction, doc["outputs"]), target=", ".join(doc["outputs"]),
+                doc["index"], 100.0 * self.match(unit.task, prediction, doc["outputs"]),
+                target=", ".join(doc["outputs"]),
                 prediction=prediction, prompt_sha256=stable_hash(prompt_of(doc)),
                 fields={**self.sample_fields(unit.task, doc, prediction),
                         "prompt_tokens": doc["length"] - self.tokens_to_generate(unit.task),

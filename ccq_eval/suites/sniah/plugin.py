@@ -25,13 +25,14 @@ def dataset_for_task(task: str, **metadata) -> dict[str, datasets.Dataset]:
 
 def dataset_from_metadata(generator, suite: str, task: str, tokenizer: str | None = None, max_seq_lengths=None,
                           num_samples: int = 500, seed: int = 0, haystack: str | None = None,
-                          pretrained: str | None = None, **model_args) -> dict[str, datasets.Dataset]:
-    """``generator``: the data module (VARIANTS, load_or_generate) of ``suite``; ``model_args``: the rest of
-    lm-eval's metadata (``max_length`` among them)."""
+                          pretrained: str | None = None, source=None, **model_args) -> dict[str, datasets.Dataset]:
+    """``generator``: the data module (VARIANTS, load_or_generate) of ``suite``; ``source``: what it reads in place
+    of essays (RULER's QA documents), loaded by the caller; ``model_args``: the rest of lm-eval's metadata
+    (``max_length`` among them)."""
     tok = load_tokenizer(tokenizer_source(task, tokenizer, pretrained))
     wanted = lengths(suite, max_seq_lengths)
     check_context(task, wanted, {**model_args, "pretrained": pretrained}, tok)
-    hay = load_haystack(haystack or None) if generator.VARIANTS[task].haystack == "essay" else None
+    hay = load_haystack(haystack or None) if generator.VARIANTS[task].haystack == "essay" else source
     records = []
     for length in wanted:
         records += generator.load_or_generate(task, tok, length, int(num_samples), int(seed), hay)[0]

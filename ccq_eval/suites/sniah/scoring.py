@@ -40,11 +40,12 @@ def process_results(doc: dict, results: list[str]) -> dict[str, float]:
     return scored("sniah", doc, results)
 
 
-def scored(suite: str, doc: dict, results: list[str]) -> dict[str, float]:
-    """The score over every length, and under each length's own metric (lm-eval's RULER habit)."""
+def scored(suite: str, doc: dict, results: list[str], match=None) -> dict[str, float]:
+    """The score over every length, and under each length's own metric (lm-eval's RULER habit); ``match``:
+    (prediction, references) -> [0, 1], RULER's string_match_all unless given."""
     from ccq_eval.suites.plugin_args import per_length
 
-    score = 100.0 * ruler_string_match(results[0], doc["outputs"])
+    score = 100.0 * (match or ruler_string_match)(results[0], doc["outputs"])
     return {"score": score, **per_length(suite, doc, score)}
 
 

@@ -6,6 +6,8 @@ draws and how a record is built from it (``build(units, drawn) -> record``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from typing import Callable, Sequence
 
 from ccq_eval.errors import BadInput
@@ -40,10 +42,19 @@ def smallest_length(tokenizer, build: Build, drawn: Sequence, least: int = 0,
     return max(count_tokens(tokenizer, prompt_of(build(least, d))) for d in drawn) + to_generate
 
 
+@dataclass(frozen=True)
+class Bounded:
+    """A haystack of at most ``units`` units (RULER's QA documents); ``refusal``: the one line for a length that
+    all of them still fit, which only repeating them could fill."""
+
+    units: int
+    refusal: str
+
+
 def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least: int = 0,
-                   to_generate: int = TOKENS_TO_GENERATE) -> int:
-    """The largest haystack (in units: filler lines, essay words) whose prompt for the ``probe`` sample fits
-    ``length - to_generate`` tokens."""
+                   to_generate: int = TOKENS_TO_GENERATE, most: Bounded | None = None) -> int:
+    """The largest haystack (in units: filler lines, essay words, documents) whose prompt for the ``probe`` sample
+    fits ``length - to_generate`` tokens."""
     budget = length - to_generate
 
     def fits(units):
@@ -56,7 +67,9 @@ def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least
                          f"{to_generate} to generate; use a larger --lengths value")
     low, high = least, least + 1
     grown_at, grown_to = least, tokens  # the last unit count that added tokens, and its tokens
-    while (probe_fit := fits(high))[0]:
+    while (probe_fit := fits(min(high, most.units) if most else high))[0]:
+        if most and high >= most.units:
+            raise SniahError(most.refusal)
         if probe_fit[1] > grown_to:
             grown_at, grown_to = high, probe_fit[1]
         elif high >= max(grown_at, 1) * 2 ** STALLED_DOUBLINGS and high >= 2 ** STALLED_DOUBLINGS:
@@ -64,6 +77,7 @@ def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least
             raise SniahError(f"length {length}: {high} haystack units encode to {probe_fit[1]} tokens, no more than "
                              f"{grown_at} did; the tokenizer drops the haystack's text, so no length can be filled")
         low, high = high, high * 2
+    high = min(high, most.units) if most else high
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if fits(mid)[0] else (low, mid)
@@ -71,12 +85,14 @@ def haystack_units(task: str, tokenizer, length: int, build: Build, probe, least
 
 
 def fitted_records(task: str, tokenizer, length: int, build: Build, drawn: Sequence, probe, least: int = 0,
-                   progress=None, to_generate: int = TOKENS_TO_GENERATE) -> list[dict]:
+                   progress=None, to_generate: int = TOKENS_TO_GENERATE, answers_in_prompt: bool = True,
+                   most: Bounded | None = None) -> list[dict]:
     """One record per ``drawn`` sample at the probe's haystack size; a sample whose longer keys push it over is
     shrunk until it fits. Each record carries its index, its length (prompt + tokens to generate) and the
-    length asked for."""
+    length asked for. ``answers_in_prompt``: every expected answer must be in its prompt (not so for QA, whose
+    answers may be yes / no)."""
     budget = length - to_generate
-    units = haystack_units(task, tokenizer, length, build, probe, least, to_generate)
+    units = haystack_units(task, tokenizer, length, build, probe, least, to_generate, most)
     records = []
     for index, sample in enumerate(drawn):
         n = units
@@ -92,7 +108,7 @@ def fitted_records(task: str, tokenizer, length: int, build: Build, drawn: Seque
         records.append({"index": index, **record, "length": tokens + to_generate, "max_length": length})
         if progress is not None:
             progress.update(1)
-    for record in records:
+    for record in records if answers_in_prompt else ():
         if any(value not in record["input"] for value in record["outputs"]):
             raise RuntimeError(f"{task}: a needle value is missing from sample {record['index']}")
     return refuse_repeats(task, length, records)

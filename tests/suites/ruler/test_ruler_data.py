@@ -1,5 +1,5 @@
-"""RULER's VT, CWE and FWE samples as ccq-eval draws and sizes them (suites/ruler/data.py): every prompt, as the
-model reads it, plus the task's tokens to generate fills the length and never passes it, on a subword tokenizer
+"""RULER's VT, CWE, FWE and QA samples as ccq-eval draws and sizes them (suites/ruler/data.py): every prompt, as
+the model reads it, plus the task's tokens to generate fills the length and never passes it, on a subword tokenizer
 with its own BOS and on bytes; the draws are seeded; and what RULER leaves undefined is refused in one line."""
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ from ccq_eval.byte_tokenizer import byte_tokenizer
 from ccq_eval.suites.ruler import compose, data
 from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of
 
-TASKS = tuple(data.TOKENS_TO_GENERATE)
+QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
+TASKS = tuple(t for t in data.TOKENS_TO_GENERATE if t not in QA)
+
+
+def qa_sources():
+    from pathlib import Path
+
+    from ccq_eval.suites.ruler import qa_data
+
+    return qa_data.sources(QA, str(Path(__file__).parents[2] / "fixtures" / "ruler" / "qa"))
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +65,32 @@ def test_the_answers_are_each_tasks_own():
     words = fwe["input"].split("coded words. ", 1)[1].split("\nQuestion")[0].split()
     ranked = sorted(set(words), key=lambda w: -words.count(w))
     assert ranked[0] == compose.FWE_NOISE and ranked[1:4] == fwe["outputs"]
+
+
+@pytest.mark.parametrize("task,length", [("ruler_qa_squad", 768), ("ruler_qa_squad", 960),
+                                         ("ruler_qa_hotpotqa", 1024)])
+def test_qa_prompts_fill_their_length_with_the_questions_in_rulers_order(subword, task, length):
+    sources = qa_sources()
+    records = data.generate(task, subword, length, 4, seed=0, haystack=sources)
+    questions = sources[task].qa_set.questions
+    for index, record in enumerate(records):
+        tokens = count_tokens(subword, prompt_of(record))
+        assert record["length"] == tokens + 32 <= length and tokens + 32 >= length - 120  # one more document
+        assert record["input"].endswith(f"Question: {questions[index].query}")  # RULER's: question i for sample i
+        assert record["outputs"] == list(questions[index].outputs) and record["gen_prefix"] == "Answer:"
+        assert record["input"].count("Document ") == record["haystack_units"]
+
+
+def test_qa_documents_never_repeat_in_a_prompt_and_are_seeded(subword):
+    sources = qa_sources()
+    first, again = (data.generate("ruler_qa_squad", subword, 960, 3, seed=1, haystack=sources) for _ in range(2))
+    assert first == again
+    other = data.generate("ruler_qa_squad", subword, 960, 3, seed=2, haystack=sources)
+    assert [r["input"] for r in other] != [r["input"] for r in first]
+    for record in first:
+        documents = record["input"].split("Document ")[1:]
+        bodies = [d.split(":\n", 1)[1].split("\n\nAnswer the question")[0].strip() for d in documents]
+        assert len(set(bodies)) == len(bodies)
 
 
 @pytest.mark.parametrize("task", TASKS)

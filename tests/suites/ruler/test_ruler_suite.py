@@ -1,6 +1,6 @@
 """`ccq-eval --suite ruler` end to end: a scripted solver that works each task out of the prompt alone (follows VT's
-chain, counts CWE's and FWE's words) through lm-eval scores 100 on every task, a solver answering the distractors
-scores 0, the stored samples and settings carry each task's own budget, the RULER table averages a length's tasks,
+chain, counts CWE's and FWE's words, finds QA's answer in its documents) through lm-eval scores 100 on every task, a
+solver answering the distractors scores 0, the stored samples and settings carry each task's own budget, the RULER table averages a length's tasks,
 and a zoo model runs through the command line."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from lm_eval.api.model import LM
@@ -18,13 +19,22 @@ from ccq_eval.suites.ruler import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import ruler_string_match
 from tests.oracle import GeneratesOnly
 
-TASKS = tuple(TOKENS_TO_GENERATE)
+QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
+TASKS = tuple(t for t in TOKENS_TO_GENERATE if t not in QA)
+QA_DATA = str(Path(__file__).parents[2] / "fixtures" / "ruler" / "qa")
 ASSIGN = re.compile(r"^VAR (\w+) = (?:VAR )?(\w+) ?$", re.MULTILINE)
 
 
 def solve(prompt: str, wrong: bool) -> list[str]:
     """The answers, worked out of the prompt's text as a reader would (the last task in it, after any worked
     example); ``wrong``: the same number of answers, none of them right."""
+    if prompt.startswith("Answer the question based on the given documents."):  # QA (the fixture's questions)
+        question = prompt.rsplit("Question: ", 1)[1]
+        if question.startswith("Is "):
+            return ["no" if wrong else "yes"]
+        phrase = re.search(r'What follows "(.+)"\?', question).group(1)
+        after = prompt.split(phrase + " ", 1)[1].split()
+        return ["zzz qqq"] if wrong else [" ".join(after[:2])]
     if "variable assignment" in prompt:
         task = prompt.rsplit("Memorize and track", 1)[1]
         value = re.search(r"assigned the value (\d+), they are:", task).group(1)
@@ -83,7 +93,8 @@ def stored(store):
 @pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
 def test_a_solver_scores_100_and_one_answering_distractors_0(tmp_path, wrong, expected):
     store = tmp_path / "ccq.db"
-    request = RunRequest(model="solver", suite="ruler", lengths="8k", samples=3, store=str(store), label="solver")
+    request = RunRequest(model="solver", suite="ruler", tasks=",".join(TASKS), lengths="8k", samples=3,
+                         store=str(store), label="solver")
     assert run_suite(request, solver_loader(wrong), out=lambda *_: None) == 0
     metrics, samples = stored(store)
     assert {t: metrics[(t, 8192, "score")] for t in TASKS} == {t: expected for t in TASKS}
@@ -126,7 +137,8 @@ def test_the_table_shows_each_task_and_a_lengths_average(tmp_path):
 
     store = tmp_path / "ccq.db"
     for wrong, label in ((False, "right"), (True, "wrong")):
-        request = RunRequest(model="solver", suite="ruler", lengths="8k", samples=2, store=str(store), label=label)
+        request = RunRequest(model="solver", suite="ruler", tasks=",".join(TASKS), lengths="8k", samples=2,
+                             store=str(store), label=label)
         assert run_suite(request, solver_loader(wrong), out=lambda *_: None) == 0
     cells = ruler_cells(results_of(Store(store, readonly=True)).metrics)
     assert list(cells.columns) == ["VT 8K", "CWE 8K", "FWE 8K", "avg 8K"]
@@ -143,3 +155,37 @@ def test_a_zoo_model_runs_through_the_command_line(tmp_path):
     assert {(t, m) for t, _, m in metrics} >= {(t, "score") for t in ("ruler_vt", "ruler_fwe")}
     assert all(0 <= metrics[(t, 2048, "score")] <= 100 for t in ("ruler_vt", "ruler_fwe"))
     assert len(samples) == 4 and all(json.loads(f)["answer_nll"] > 0 for *_, f in samples)
+
+
+@pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
+def test_qa_scores_any_answer_found_and_records_its_documents(tmp_path, wrong, expected):
+    store = tmp_path / "ccq.db"
+    request = RunRequest(model="solver", suite="ruler", tasks=",".join(QA), lengths="4k", samples=3,
+                         store=str(store), label="solver", data_dir=QA_DATA)
+    assert run_suite(request, solver_loader(wrong), out=lambda *_: None) == 0
+    metrics, samples = stored(store)
+    assert {t: metrics[(t, 4096, "score")] for t in QA} == {t: expected for t in QA}
+    for task, settings, score, target, prediction, fields in samples:
+        settings = json.loads(settings)
+        assert settings["tokens_to_generate"] == 32
+        assert settings["documents"]["name"] == {"ruler_qa_squad": "squad", "ruler_qa_hotpotqa": "hotpotqa"}[task]
+        assert json.loads(fields)["prompt_tokens"] + 32 <= 4096
+
+
+def test_qa_without_its_documents_is_refused_in_one_line_before_the_model_loads(tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    code = main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_qa_squad", "--lengths", "4096",
+                 "--samples", "2", "--store", str(tmp_path / "ccq.db"), "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "squad" in err[0] and "ccq-eval data fetch ruler" in err[0]
+    assert not (tmp_path / "ccq.db").exists()
+
+
+def test_a_length_needing_more_documents_than_the_source_holds_is_refused(tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    code = main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_qa_squad", "--lengths", "32k",
+                 "--samples", "2", "--store", str(tmp_path / "ccq.db"), "--data-dir", QA_DATA])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "documents" in err[0] and "repeat" in err[0]

@@ -1,0 +1,60 @@
+"""In-context TriviaQA, NQ and DROP as the Based / JRT recall protocol defines them: the reference's hub records, each
+document cut to a fixed token budget in the model's tokenizer, its prompt, a short greedy answer up to the first
+newline, contains-match scoring. tasks.py (the table of tasks), cut.py (the cut), data.py (records, prompts frozen in
+the cache, `data fetch`), plugin.py (what tasks/recall calls), scoring.py, driver.py, tables.py (the six-task
+recall table, with the lm suite's SWDE, SQuAD and FDA). Importing this module imports none of them."""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import SampleView, Suite
+
+TASK_IDS = ("recall_triviaqa", "recall_nq", "recall_drop")
+
+
+class RecallSuite(Suite):
+    def driver(self, inputs):
+        from ccq_eval.suites.recall.driver import RecallDriver
+
+        return RecallDriver(inputs)
+
+    def lm_eval_units(self, task, results):
+        from ccq_eval.interchange.lm_eval_document import length_units
+
+        return length_units(self.name, task, results, "contains", True) if task in self.all_tasks else None
+
+    def task_files(self):
+        from ccq_eval.suites.plugin_args import reported_lengths
+        from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION
+        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+
+        metrics = metric_list_yaml("contains", "mean", "!function utils.score_at_length", True,
+                                   reported_lengths(self))
+        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+                      f"  max_gen_toks: {MAX_GEN}\n  until: [\"\\n\"]\n")
+        return {f"{task}.yaml": task_yaml(self.name, task, {"recall_task": task}, TASK_VERSION,
+                                          more=generation + metrics) for task in self.tasks}
+
+    def fetchable(self):
+        return tuple(self.short(t) for t in self.tasks)
+
+    def fetch(self, names):
+        from ccq_eval.suites.recall.data import fetch
+
+        return fetch([f"recall_{n}" for n in names] if names else None)
+
+
+SUITE = RecallSuite(
+    name="recall",
+    tasks=TASK_IDS,
+    default_lengths=(2048,),
+    default_samples=None,
+    display={"recall_triviaqa": "TQA", "recall_nq": "NQ", "recall_drop": "Drop"},
+    fetches_data=True,
+    in_all=False,  # not one of the paper's tables: run by name
+    length_means="each document cut to L - 50 tokens (the protocol's context_length L)",
+    samples_mean="records per task",
+    sample_view=SampleView(target="answer", score="contains",
+                           fields=(("prompt tokens", ("prompt_tokens",)), ("document tokens", ("document_tokens",)),
+                                   ("kept tokens", ("kept_tokens",)))),
+    records_folder="recall-prompts",
+)

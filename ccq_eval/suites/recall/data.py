@@ -1,0 +1,109 @@
+"""The recall tasks' records and prompts. Records: DATA_DIR/recall/<key>.jsonl, else the copy `ccq-eval data fetch
+recall` froze in the cache from the reference's hub dataset (its validation split); every record checked before any
+is used. Prompts: each record's document cut to the unit's length (cut.py), then the task's prompt; built once per
+records, tokenizer, length and samples, and frozen in the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ccq_eval.data import local
+from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
+from ccq_eval.data.jsonl import read_jsonl
+from ccq_eval.errors import BadInput
+from ccq_eval.suites.recall.cut import cut
+from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION, TASKS
+
+FETCH_COMMAND = "ccq-eval data fetch recall"
+KEPT_FIELDS = ("context", "question", "answers", "alt_answers", "tok_pos", "orig_question", "doc_id")
+PROMPTS_VERSION = 1
+
+
+class RecallDataError(BadInput):
+    """Recall records that are missing or malformed; the message names them and the fix."""
+
+
+def check_records(numbered, where: str) -> list[dict]:
+    """A string context and question, and a non-empty list of string answers (contains_score takes their max)."""
+    records = []
+    for number, record in numbered:
+        at = f"{where}: line {number}"
+        for field in ("context", "question"):
+            if not isinstance(record, dict) or not isinstance(record.get(field), str):
+                raise RecallDataError(f"{at}: {field!r} must be a string; expected the protocol's records "
+                                      "(context, question, answers)")
+        answers = record.get("answers")
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+            raise RecallDataError(f"{at}: 'answers' must be a non-empty list of strings")
+        records.append({k: record[k] for k in KEPT_FIELDS if k in record})
+    if not records:
+        raise RecallDataError(f"{where}: no records")
+    return records
+
+
+def local_path(task: str, data_dir: str | None) -> Path | None:
+    return local.find("recall", TASKS[task].key, data_dir)
+
+
+def read_records(task: str, data_dir: str | None) -> list[dict]:
+    path = local_path(task, data_dir)
+    if path is None:
+        key = TASKS[task].key
+        raise RecallDataError(local.not_found("recall records", [key], "recall", data_dir,
+                                              f"{key}.jsonl (context, question, answers)", FETCH_COMMAND))
+    return check_records(read_jsonl(path, RecallDataError, "recall file")[0], f"recall file {str(path)!r}")
+
+
+def build(task: str, records: list[dict], tokenizer, length: int, samples: int | None) -> list[dict]:
+    """The unit's docs: each record's cut document in the task's prompt (NQ's records whose first answer has one
+    character or none are left out, as the reference leaves them out), up to ``samples`` of them."""
+    spec = TASKS[task]
+    if length <= MAX_GEN:
+        raise RecallDataError(f"--lengths {length}: no room for a document next to {task}'s {MAX_GEN} tokens")
+    docs = []
+    for number, record in enumerate(records):
+        if spec.drop_short_answers and len(record["answers"][0]) <= 1:
+            continue
+        kept = cut(spec, record, tokenizer, length)
+        prompt = spec.prompt(kept.context, record["question"])
+        docs.append({"index": len(docs), "record": number, "prompt": prompt, "answers": record["answers"],
+                     "prompt_tokens": len(tokenizer(prompt)["input_ids"]), "document_tokens": kept.total,
+                     "kept_tokens": kept.kept, "answer_in_window": kept.answer_found, "max_length": length})
+        if samples is not None and len(docs) == samples:
+            break
+    if not docs:
+        raise RecallDataError(f"{task}: no record is left to score; check the records' answers")
+    return docs
+
+
+def prompts_key(task: str, records_hash: str, tokenizer_fp: str, length: int, samples: int | None) -> dict:
+    return {"prompts": "recall", "version": PROMPTS_VERSION, "task_version": TASK_VERSION, "task": task,
+            "records": records_hash, "tokenizer": tokenizer_fp, "length": length, "samples": samples}
+
+
+def prompts_path(key: dict) -> Path:
+    return cache_root() / "recall-prompts" / f"{key['task']}-L{key['length']}-{stable_hash(key)[:16]}.jsonl"
+
+
+def fetch(tasks: list[str] | None = None, progress=print) -> list[Path]:
+    """Each task's hub dataset through HF datasets (its validation split), checked and frozen as
+    <cache>/recall/<key>.jsonl with where it came from."""
+    import datasets
+
+    written = []
+    for task in tasks or list(TASKS):
+        spec = TASKS[task] if task in TASKS else TASKS[f"recall_{task}"]
+        progress(f"fetching {spec.key}: {spec.dataset} (validation)")
+        loaded = datasets.load_dataset(spec.dataset, split="validation")
+        records = check_records(enumerate(loaded, 1), f"{spec.dataset} (validation)")
+        path = cache_root() / "recall" / f"{spec.key}.jsonl"
+        freeze(path, records, {"source": {"dataset": spec.dataset, "split": "validation",
+                                          "fingerprint": getattr(loaded, "_fingerprint", None)},
+                               "reference": "HazyResearch/prefix-linear-attention"})
+        progress(f"  {spec.key}: {len(records)} records -> {path}")
+        written.append(path)
+    return written
+
+
+def records_hash(records: list[dict]) -> str:
+    return content_hash(records)

@@ -1,0 +1,25 @@
+"""The protocol's per-sample score, as its tasks' contains_score: 1 when any answer occurs in the prediction,
+case-insensitively (the prediction is the generation up to its first newline), x100; and what tasks/recall's
+process_results calls."""
+
+from __future__ import annotations
+
+import re
+
+
+def contains(prediction: str, answers: list[str]) -> float:
+    return 100.0 * max(float(bool(re.search(re.escape(answer), prediction, re.IGNORECASE))) for answer in answers)
+
+
+def process_results(doc: dict, results: list[str]) -> dict[str, float]:
+    """The score over every length, and under each length's own metric (lm-eval's RULER habit)."""
+    from ccq_eval.suites.plugin_args import per_length
+
+    value = contains(results[0], doc["answers"])
+    return {"contains": value, **per_length("recall", doc, value)}
+
+
+def score_at_length(items) -> float:
+    from ccq_eval.suites.plugin_args import at_length, mean
+
+    return at_length(mean)(items)
