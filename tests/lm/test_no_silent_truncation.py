@@ -19,6 +19,8 @@ from tests.helpers import save_checkpoint, tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "fixtures" / "store_v1" / "data"  # lm/piqa.jsonl, longbench/qasper.jsonl
+RULER_QA = REPO / "tests" / "fixtures" / "ruler" / "qa"  # ruler/squad.jsonl
+RECALL = REPO / "tests" / "fixtures" / "recall"  # recall/nq.jsonl
 SHORT_CONTEXT = 256  # the config's max_position_embeddings
 LENGTH = 1024  # what the tasks need
 
@@ -172,6 +174,8 @@ def test_stock_lm_eval_with_the_plugins_fails_a_length_the_model_would_cut(model
     ("ccq_eval.suites.multi_niah.plugin", lambda m, md: m.dataset("niah_multikey_2", **md)),
     ("ccq_eval.suites.longppl.plugin", lambda m, md: m.dataset("essays", **md)),
     ("ccq_eval.suites.longbench.plugin", lambda m, md: m.dataset("qasper", data_dir=str(DATA), **md)),
+    ("ccq_eval.suites.ruler.plugin", lambda m, md: m.dataset("ruler_fwe", **md)),
+    ("ccq_eval.suites.ruler.plugin", lambda m, md: m.dataset("ruler_qa_squad", data_dir=str(RULER_QA), **md)),
 ])
 def test_every_plugin_checks_the_models_context_before_it_builds_data(models, suite_module, call):
     import importlib
@@ -183,6 +187,22 @@ def test_every_plugin_checks_the_models_context_before_it_builds_data(models, su
     with pytest.raises(PromptWouldBeCut, match="max_length=900"):  # an explicit budget counts, as lm-eval's does
         call(module, {**metadata, "max_length": 900})
     assert len(call(module, {**metadata, "max_length": LENGTH})["test"]) >= 1
+
+
+def test_the_recall_plugin_asks_for_its_longest_prompt_and_its_48_tokens(models):
+    """Its prompts can run past the cut (the question follows the document): what a length needs is its longest
+    prompt and its 48 tokens, and nothing runs where lm-eval's context is smaller."""
+    from ccq_eval.suites.recall import plugin
+
+    metadata = {"pretrained": str(models[0]), "max_seq_lengths": [LENGTH], "num_samples": 2, "data_dir": str(RECALL)}
+    with pytest.raises(PromptWouldBeCut, match=f"model's context is {SHORT_CONTEXT}"):
+        plugin.dataset("recall_nq", **metadata)
+    docs = plugin.dataset("recall_nq", **{**metadata, "max_length": 4 * LENGTH})["test"]
+    need = max(docs["prompt_tokens"]) + 48
+    assert all(length == LENGTH for length in docs["max_length"])
+    with pytest.raises(PromptWouldBeCut, match=f"max_length={need - 1}"):
+        plugin.dataset("recall_nq", **{**metadata, "max_length": need - 1})
+    assert len(plugin.dataset("recall_nq", **{**metadata, "max_length": need})["test"]) == 2
 
 
 def test_the_models_context_is_lm_evals_own_rule():

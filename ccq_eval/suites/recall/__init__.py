@@ -27,7 +27,7 @@ class RecallSuite(Suite):
         from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION
         from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
 
-        metrics = metric_list_yaml("contains", "mean", "!function utils.score_at_length", True,
+        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True,
                                    reported_lengths(self))
         generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
                       f"  max_gen_toks: {MAX_GEN}\n  until: [\"\\n\"]\n")

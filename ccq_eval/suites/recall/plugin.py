@@ -6,21 +6,22 @@ from __future__ import annotations
 import datasets
 
 from ccq_eval.data.tokenizers import load_tokenizer
-from ccq_eval.suites.plugin_args import check_context, lengths, tokenizer_source
+from ccq_eval.lm.context import check_lengths_fit, model_context
+from ccq_eval.suites.plugin_args import lengths, tokenizer_source
 from ccq_eval.suites.recall import data
 from ccq_eval.suites.recall.tasks import MAX_GEN
 
 
 def dataset(recall_task: str, tokenizer: str | None = None, max_seq_lengths=None, num_samples=None,
             data_dir: str = "", pretrained: str | None = None, **model_args) -> dict[str, datasets.Dataset]:
-    """``recall_task`` comes from the task YAML's dataset_kwargs, the rest from the metadata. A prompt runs a few
-    tokens past the cut's budget (the question follows the document): ``max_length`` must hold the longest prompt
-    and its 48 tokens, which check_context verifies."""
+    """``recall_task`` comes from the task YAML's dataset_kwargs, the rest from the metadata. A prompt can run a
+    few tokens past its length (the question follows the cut document), so what each length needs is known once
+    its prompts are built: the longest prompt and its 48 tokens must fit the context lm-eval gives the model, or
+    nothing runs."""
     tok = load_tokenizer(tokenizer_source(recall_task, tokenizer, pretrained))
     records = data.read_records(recall_task, data_dir or None)
-    docs = []
-    for length in lengths("recall", max_seq_lengths):
-        docs += data.build(recall_task, records, tok, length, int(num_samples) if num_samples else None)
-    need = max(doc["prompt_tokens"] for doc in docs) + MAX_GEN
-    check_context(recall_task, [need], {**model_args, "pretrained": pretrained}, tok)
-    return {"test": datasets.Dataset.from_list(docs)}
+    built = {length: data.build(recall_task, records, tok, length, int(num_samples) if num_samples else None)
+             for length in lengths("recall", max_seq_lengths)}
+    needs = {length: max(doc["prompt_tokens"] for doc in docs) + MAX_GEN for length, docs in built.items()}
+    check_lengths_fit(recall_task, needs, model_context({**model_args, "pretrained": pretrained}, tok))
+    return {"test": datasets.Dataset.from_list([doc for docs in built.values() for doc in docs])}

@@ -16,7 +16,7 @@ def process_results(doc: dict, results: list[str]) -> dict[str, float]:
     from ccq_eval.suites.plugin_args import per_length
 
     value = contains(results[0], doc["answers"])
-    return {"contains": value, **per_length("recall", doc, value)}
+    return {"score": value, **per_length("recall", doc, value)}  # stored as the unit's "contains"
 
 
 def score_at_length(items) -> float:

@@ -1,0 +1,139 @@
+"""`ccq-eval --suite recall` end to end: an oracle answering each prompt with its record's answer scores 100 and
+one answering a word no record holds scores 0, through lm-eval; the stored samples say how much of each document
+was kept; a zoo model runs through the command line with its answers stopped at the first newline; missing records
+are refused in one line before the model loads; the recall table puts the lm suite's SWDE, SQuAD and FDA beside
+TriviaQA, NQ and DROP with their average, and GDN's reported rows with --reference."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from lm_eval.api.model import LM
+
+from ccq_eval.run import RunRequest, run_suite
+from ccq_eval.suites.recall import TASK_IDS
+from tests.oracle import GeneratesOnly
+
+FIXTURES = str(Path(__file__).parents[2] / "fixtures" / "recall")
+
+
+class AnswersLM(GeneratesOnly, LM):
+    """Answers a prompt with the answers of the records whose question ends it (the tasks share questions), or a
+    word none holds."""
+
+    def __init__(self, wrong: bool):
+        super().__init__()
+        self.wrong = wrong
+        self.answers = {}
+        for task in TASK_IDS:
+            for line in (Path(FIXTURES) / "recall" / f"{task.removeprefix('recall_')}.jsonl").read_text().splitlines():
+                record = json.loads(line)
+                self.answers.setdefault(record["question"].strip(), set()).add(record["answers"][0])
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        out = []
+        for request in requests:
+            question = next(q for q in self.answers if request.args[0].endswith(q))
+            out.append(" qqqq" if self.wrong else " it is " + " or ".join(sorted(self.answers[question])))
+        return out
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+
+def answers_loader(wrong: bool):
+    import torch
+
+    from ccq_eval.run import Evaluand
+    from tests.helpers import byte_tokenizer
+
+    def load(request, max_length):
+        provenance = {"weights_sha256": f"answers-{wrong}", "config": {"model_type": "answers", "wrong": wrong},
+                      "dtype": "none", "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
+        return Evaluand(lm=AnswersLM(wrong), tokenizer=byte_tokenizer(), tokenizer_path="bytes",
+                        provenance=provenance)
+    return load
+
+
+def stored(store):
+    db = sqlite3.connect(store)
+    metrics = {(t, L, m): v for t, L, m, v in db.execute(
+        "SELECT u.task, u.context_length, m.metric, m.value FROM metrics m JOIN units u ON m.unit_id = u.id")}
+    samples = db.execute("SELECT u.task, u.settings, s.score, s.target, s.prediction, s.fields FROM samples s "
+                         "JOIN units u ON s.unit_id = u.id").fetchall()
+    return metrics, samples
+
+
+@pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
+def test_an_oracle_scores_100_and_a_wrong_one_0(tmp_path, wrong, expected):
+    store = tmp_path / "ccq.db"
+    request = RunRequest(model="answers", suite="recall", lengths="512", samples=4, store=str(store), label="a",
+                         data_dir=FIXTURES)
+    assert run_suite(request, answers_loader(wrong), out=lambda *_: None) == 0
+    metrics, samples = stored(store)
+    assert {t: metrics[(t, 512, "contains")] for t in TASK_IDS} == {t: expected for t in TASK_IDS}
+    assert len(samples) == 12
+    for task, settings, score, target, prediction, fields in samples:
+        settings, fields = json.loads(settings), json.loads(fields)
+        assert settings["max_gen_toks"] == 48 and settings["reference"].startswith("HazyResearch/prefix-linear")
+        assert fields["kept_tokens"] <= 512 - 50 and fields["kept_tokens"] <= fields["document_tokens"]
+        assert settings["generation_budget"] >= fields["prompt_tokens"] + 48
+
+
+def test_a_zoo_model_answers_up_to_the_first_newline(tmp_path):
+    from ccq_eval.cli import main
+
+    store = tmp_path / "ccq.db"
+    assert main(["--model", "zoo:gla-tiny", "--suite", "recall", "--tasks", "recall_nq", "--lengths", "256",
+                 "--samples", "3", "--store", str(store), "--data-dir", FIXTURES]) == 0
+    metrics, samples = stored(store)
+    assert 0 <= metrics[("recall_nq", 256, "contains")] <= 100 and len(samples) == 3
+    assert all("\n" not in prediction for *_, prediction, _ in samples)
+
+
+def test_missing_records_are_refused_in_one_line_before_the_model_loads(tmp_path, capsys):
+    from ccq_eval.cli import main
+
+    code = main(["--model", "zoo:gla-tiny", "--suite", "recall", "--lengths", "256", "--store",
+                 str(tmp_path / "ccq.db"), "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "triviaqa" in err[0] and "ccq-eval data fetch recall" in err[0]
+    assert not (tmp_path / "ccq.db").exists()
+
+
+def frame(rows):
+    return pd.DataFrame([{"label": label, "suite": suite, "task": task, "metric": "contains", "value": value,
+                          "context_length": length} for label, suite, task, length, value in rows])
+
+
+def test_the_table_shows_the_six_tasks_and_their_average_where_a_model_has_all():
+    from ccq_eval.suites.recall.tables import recall_cells
+
+    lm = [("m", "lm", t, 2048, v) for t, v in (("swde", 30.0), ("squad_completion", 40.0), ("fda", 20.0))]
+    recall = [("m", "recall", t, 2048, v) for t, v in (("recall_triviaqa", 60.0), ("recall_nq", 20.0),
+                                                      ("recall_drop", 10.0))]
+    cells = recall_cells(frame(lm + recall + [("n", "recall", "recall_nq", 2048, 5.0)]))
+    assert list(cells.columns) == ["SWDE", "SQD", "FDA", "TQA", "NQ", "Drop", "Avg"]
+    assert cells.loc["m"].tolist() == [30.0, 40.0, 20.0, 60.0, 20.0, 10.0, 30.0]
+    assert cells.loc["n", "NQ"] == 5.0 and pd.isna(cells.loc["n", "Avg"])
+    two = recall_cells(frame(lm + recall + [("m", "recall", "recall_nq", 1024, 25.0)]))
+    assert {"NQ 1K", "NQ 2K", "Avg 2K", "Avg 1K"} <= set(two.columns) and pd.isna(two.loc["m", "Avg 1K"])
+
+
+def test_the_reported_rows_are_gdns_table_4():
+    from ccq_eval.report.reference import reference_rows
+
+    rows = reference_rows("recall")
+    gdn = rows.loc["Gated DeltaNet [GDN paper (ICLR 2025)] (reported)"]
+    assert gdn[["SWDE", "SQD", "FDA", "TQA", "NQ", "Drop", "Avg"]].tolist() == [25.4, 34.8, 23.7, 60.0, 20.0, 19.8,
+                                                                                30.6]
+    assert len(rows) == 10
+    six = rows[["SWDE", "SQD", "FDA", "TQA", "NQ", "Drop"]].mean(axis=1)
+    assert ((six - rows["Avg"]).abs() < 0.06).all()  # each reported average is its row's mean, rounded
