@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.suites.longbench.data import SOURCE as LONGBENCH_SOURCE
 from ccq_eval.suites.longppl import sources
 from ccq_eval.suites.longppl.sources import deduplicate, strip_scrolls_query
@@ -623,7 +624,7 @@ def test_a_cached_weights_blob_cut_short_is_one_line_offline(env, mirror, tmp_pa
 
 # --- RULER's QA documents: the hub's parquet of SQuAD v2 and HotpotQA, as the rows the QA tasks read ----------
 
-QA_ROWS = Path(__file__).parents[1] / "fixtures" / "ruler" / "qa" / "ruler"
+QA_ROWS = SHIPPED_RECORDS / "ruler"
 
 
 def qa_parquet(name: str) -> bytes:

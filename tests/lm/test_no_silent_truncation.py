@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from ccq_eval.cli import main
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.lm.context import PromptWouldBeCut
 from tests.helpers import save_checkpoint, tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "fixtures" / "store_v1" / "data"  # lm/piqa.jsonl, longbench/qasper.jsonl
-RULER_QA = REPO / "tests" / "fixtures" / "ruler" / "qa"  # ruler/squad.jsonl
-RECALL = REPO / "tests" / "fixtures" / "recall"  # recall/nq.jsonl
+RULER_QA = RECALL = SHIPPED_RECORDS  # ruler/squad.jsonl, recall/nq.jsonl
 SHORT_CONTEXT = 256  # the config's max_position_embeddings
 LENGTH = 1024  # what the tasks need
 

@@ -9,11 +9,13 @@ import math
 import pytest
 
 from ccq_eval.cli import main
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.report.catalogue import draw_figure, render_table
 from ccq_eval.store import Store
 from ccq_eval.families import cache_bytes as analytic_cache_bytes
 
 MIB = 1 << 20
+RECALL = str(SHIPPED_RECORDS)
 
 
 @pytest.fixture(scope="module")
@@ -29,17 +31,21 @@ def store(tmp_path_factory):
                  "--samples", "4", *common]) == 0  # no efficiency run: its state is counted from its config
     assert main(["--model", "zoo:gla-tiny", "--suite", "ruler", "--tasks", "ruler_fwe", "--lengths", "1k",
                  "--samples", "2", *common]) == 0  # RULER's other tasks are retrieval too
+    assert main(["--model", "zoo:gla-tiny", "--suite", "recall", "--tasks", "recall_nq", "--lengths", "1k",
+                 "--samples", "2", "--data-dir", RECALL, *common]) == 0  # and the in-context recall tasks
     return Store(path, readonly=True)
 
 
-def test_rulers_tasks_join_the_points_with_their_own_mean(store):
+def test_rulers_and_the_recall_tasks_join_the_points_with_their_own_means(store):
     rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))}
     metrics = store.metrics_frame()
     fwe = metrics[(metrics.label == "gla-tiny") & (metrics.task == "ruler_fwe") & (metrics.metric == "score")]
     assert float(rows["gla-tiny · 1K"]["FWE"]) == pytest.approx(fwe.value.item(), abs=1e-3)
     # the mean over the suite's tasks the store holds (here one), and none for a point without them
-    assert float(rows["gla-tiny · 1K"]["RULER VT/CWE/FWE mean"]) == pytest.approx(fwe.value.item(), abs=1e-3)
-    assert rows["ccq-gla-tiny · 1K"]["RULER VT/CWE/FWE mean"] == ""
+    assert float(rows["gla-tiny · 1K"]["RULER VT/CWE/FWE/QA mean"]) == pytest.approx(fwe.value.item(), abs=1e-3)
+    assert rows["ccq-gla-tiny · 1K"]["RULER VT/CWE/FWE/QA mean"] == ""
+    nq = metrics[(metrics.label == "gla-tiny") & (metrics.task == "recall_nq") & (metrics.metric == "contains")]
+    assert float(rows["gla-tiny · 1K"]["TQA/NQ/Drop mean"]) == pytest.approx(nq.value.item(), abs=1e-3)
 
 
 def test_each_point_holds_the_efficiency_suites_bytes_or_the_configs_count(store):

@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from lm_eval.api.model import LM
 
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.run import RunRequest, run_suite
 from ccq_eval.suites.recall import TASK_IDS
 from tests.oracle import GeneratesOnly
 
-FIXTURES = str(Path(__file__).parents[2] / "fixtures" / "recall")
+FIXTURES = str(SHIPPED_RECORDS)  # recall/<key>.jsonl
 
 
 class AnswersLM(GeneratesOnly, LM):

@@ -15,11 +15,10 @@ TASKS = tuple(t for t in data.TOKENS_TO_GENERATE if t not in QA)
 
 
 def qa_sources():
-    from pathlib import Path
-
+    from ccq_eval.data import SHIPPED_RECORDS
     from ccq_eval.suites.ruler import qa_data
 
-    return qa_data.sources(QA, str(Path(__file__).parents[2] / "fixtures" / "ruler" / "qa"))
+    return qa_data.sources(QA, str(SHIPPED_RECORDS))
 
 
 @pytest.fixture(scope="module")

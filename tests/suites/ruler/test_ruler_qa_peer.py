@@ -1,5 +1,5 @@
 """Peer check of RULER's QA tasks against NVIDIA/RULER's own qa.py (tests/fixtures/ruler/ruler_qa_samples.json,
-written by make_fixtures.py at the commit it records, on the small SQuAD / HotpotQA sources of qa_sources.py): the
+written by make_fixtures.py at the commit it records, on the small SQuAD / HotpotQA sources qa_sources.py made): the
 source read as RULER reads it, and, for the documents RULER drew for a sample, ccq-eval's prompt, answer prefix and
 answers equal RULER's character for character."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.suites.ruler import qa, qa_data
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ruler"
@@ -18,7 +19,7 @@ TASK = {"squad": "ruler_qa_squad", "hotpotqa": "ruler_qa_hotpotqa"}
 
 
 def qa_set(dataset: str) -> qa.QaSet:
-    return qa_data.load_source(TASK[dataset], str(FIXTURES / "qa")).qa_set
+    return qa_data.load_source(TASK[dataset], str(SHIPPED_RECORDS)).qa_set
 
 
 def samples():

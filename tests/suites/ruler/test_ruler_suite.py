@@ -9,11 +9,11 @@ import json
 import re
 import sqlite3
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from lm_eval.api.model import LM
 
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.run import RunRequest, run_suite
 from ccq_eval.suites.ruler import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import ruler_string_match
@@ -21,7 +21,7 @@ from tests.oracle import GeneratesOnly
 
 QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
 TASKS = tuple(t for t in TOKENS_TO_GENERATE if t not in QA)
-QA_DATA = str(Path(__file__).parents[2] / "fixtures" / "ruler" / "qa")
+QA_DATA = str(SHIPPED_RECORDS)  # ruler/<squad|hotpotqa>.jsonl
 ASSIGN = re.compile(r"^VAR (\w+) = (?:VAR )?(\w+) ?$", re.MULTILINE)
 
 
