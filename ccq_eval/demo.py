@@ -1,8 +1,9 @@
 """`make demo`: the shipped tiny zoo through the real pipeline, offline, on a laptop CPU.
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
-25 samples per cell, on RULER's five multi-needle tasks at the training length, on RULER's variable tracking and
-common / frequent words extraction at 2K (10 samples a task), and on long-context perplexity
+25 samples per cell, on RULER's five multi-needle tasks at the training length, on RULER's variable tracking,
+common / frequent words extraction and SQuAD QA at 2K (10 samples a task; QA over shipped stand-in documents), on
+in-context TriviaQA / NQ / DROP at 1K (shipped stand-in records), and on long-context perplexity
 over four shipped corpora (the longppl
 suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
 in the same voice that it never saw, which measures generalisation; Python's reference manual and
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.suites.base import parse_lengths
 
 DEFAULT_OUT = "results/demo"
@@ -41,6 +43,9 @@ MULTI_NIAH_LENGTH = "1k"  # RULER's multi-needle tasks at the training length on
 # CWE's list alone outgrow 1K), 10 samples a task: about 15 s a model here
 RULER_LENGTH = "2k"
 RULER_SAMPLES = 10
+# with QA over the shipped stand-in SQuAD documents; HotpotQA's ten documents a question outgrow 2K bytes
+RULER_TASKS = "ruler_vt,ruler_cwe,ruler_fwe,ruler_qa_squad"
+RECALL_LENGTH = "1k"  # in-context TriviaQA / NQ / DROP on the shipped stand-in records (6, 5, 6), at the zoo's 1K
 LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
@@ -96,10 +101,14 @@ def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas:
                                                   str(samples), "--batch-size", str(GENERATION_BATCH), *model),
                             5 * sum(parse_lengths(multi_length)) / sum(parse_lengths(lengths))
                             * (TRANSFORMER_DECODING_COST if ZOO[name].family == "transformer" else 1)))
-            jobs.append(Job(f"{tag} ruler", ("--suite", "ruler", "--lengths", RULER_LENGTH, "--samples",
-                                             str(RULER_SAMPLES), "--batch-size", str(GENERATION_BATCH), *model),
-                            3 * sum(parse_lengths(RULER_LENGTH)) * RULER_SAMPLES / samples
+            jobs.append(Job(f"{tag} ruler", ("--suite", "ruler", "--tasks", RULER_TASKS, "--lengths", RULER_LENGTH,
+                                             "--samples", str(RULER_SAMPLES), "--batch-size", str(GENERATION_BATCH),
+                                             "--data-dir", str(SHIPPED_RECORDS), *model),
+                            4 * sum(parse_lengths(RULER_LENGTH)) * RULER_SAMPLES / samples
                             / sum(parse_lengths(lengths))))
+            jobs.append(Job(f"{tag} recall", ("--suite", "recall", "--lengths", RECALL_LENGTH, "--batch-size",
+                                              str(GENERATION_BATCH), "--data-dir", str(SHIPPED_RECORDS), *model),
+                            0.1))
     return sorted(jobs, key=lambda j: -j.cost)
 
 
@@ -243,7 +252,8 @@ def _render(store: Path, out: Path) -> bool:
     from ccq_eval import cli
 
     with open(out / "logs" / "render.log", "w") as handle, contextlib.redirect_stdout(handle):
-        for table in ("sniah", "sniah-partial", "multi-niah", "ruler", "longppl", "recall-state", "seeds", "pairs"):
+        for table in ("sniah", "sniah-partial", "multi-niah", "ruler", "recall", "longppl", "recall-state", "seeds",
+                      "pairs"):
             if cli.main(["tables", "--table", table, "--ci", "--store", str(store), "--out", str(out / "tables")]) != 0:
                 return False
         if cli.main(["curves", "--store", str(store), "--out", str(out / "figures")]) != 0:

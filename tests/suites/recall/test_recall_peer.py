@@ -51,8 +51,8 @@ def test_the_fixture_covers_the_rules_that_shape_a_prompt():
     kept = {d["record"]: (d["kept_tokens"], d["document_tokens"]) for d in nq}
     assert kept[0][0] == kept[3][0] == 78 and kept[1][0] == kept[1][1] and kept[2][0] == kept[2][1]
     assert kept[4][0] < 78  # centred on the end: the window's second half runs past it
-    assert nq[2]["prompt"].count("name the word") == 1  # NQ strips exactly: the lower-cased repeat stays
+    assert nq[2]["prompt"].count("name the two words") == 1  # NQ strips exactly: the lower-cased repeat stays
     drop = data.build("recall_drop", data.read_records("recall_drop", RECORDS), bpe, 256, None)
-    assert drop[1]["prompt"].lower().count("name the word") == 1
+    assert drop[1]["prompt"].lower().count("name the two words") == 1
     tqa = data.build("recall_triviaqa", data.read_records("recall_triviaqa", RECORDS), bpe, 128, None)
     assert not any(marker in d["prompt"] for d in tqa for marker in ("[PAR]", "[DOC]", "[TLE]"))
