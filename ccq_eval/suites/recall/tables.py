@@ -1,6 +1,7 @@
 """The recall table, laid out as Gated DeltaNet's Table 4: SWDE, SQuAD and FDA (lm-eval's own tasks, run by the lm
 suite) beside in-context TriviaQA, NQ and DROP (this suite, per length), and their average where a model has all
-six. One length: the plain column names; several: each length's TQA / NQ / Drop and average apart."""
+six. At 2K alone (the length GDN reports, whose rows --reference adds under the same names): the plain column names;
+otherwise each length's TQA / NQ / Drop and average carry it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ccq_eval.suites.base import format_length
 
 LM_COLUMNS = {"SWDE": "swde", "SQD": "squad_completion", "FDA": "fda"}  # the lm suite's tasks, "contains"
 RECALL_COLUMNS = {"TQA": "recall_triviaqa", "NQ": "recall_nq", "Drop": "recall_drop"}
+REPORTED_LENGTH = 2048  # Table 4: "input truncated to 2K tokens"
 
 
 def recall_cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -27,7 +29,7 @@ def recall_cells(frame: pd.DataFrame) -> pd.DataFrame:
         out[column] = rows[(rows.suite == "lm") & (rows.task == task)].set_index("label").value
     lengths = sorted(set(rows[rows.suite == "recall"].context_length))
     for length in lengths:
-        suffix = "" if len(lengths) == 1 else f" {format_length(length)}"
+        suffix = "" if lengths == [REPORTED_LENGTH] else f" {format_length(length)}"
         at = rows[(rows.suite == "recall") & (rows.context_length == length)]
         for column, task in RECALL_COLUMNS.items():
             out[column + suffix] = at[at.task == task].set_index("label").value

@@ -126,6 +126,8 @@ def test_the_table_shows_the_six_tasks_and_their_average_where_a_model_has_all()
     assert cells.loc["n", "NQ"] == 5.0 and pd.isna(cells.loc["n", "Avg"])
     two = recall_cells(frame(lm + recall + [("m", "recall", "recall_nq", 1024, 25.0)]))
     assert {"NQ 1K", "NQ 2K", "Avg 2K", "Avg 1K"} <= set(two.columns) and pd.isna(two.loc["m", "Avg 1K"])
+    other = recall_cells(frame(lm + [(label, suite, task, 1024, v) for label, suite, task, _, v in recall]))
+    assert list(other.columns) == ["SWDE", "SQD", "FDA", "TQA 1K", "NQ 1K", "Drop 1K", "Avg 1K"]  # not GDN's 2K
 
 
 def test_the_reported_rows_are_gdns_table_4():
