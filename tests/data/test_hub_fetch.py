@@ -662,3 +662,30 @@ def test_fetch_ruler_freezes_the_qa_rows_the_tasks_read(env, mirror):
         assert key["source"]["repo"] == repo and key["source"]["commit"] == commit and "CC BY-SA" in key["licence"]
     assert frozen(env, "ruler", "squad")[1]["source"]["file"].startswith("squad_v2/validation-")
     assert frozen(env, "ruler", "hotpotqa")[1]["source"]["file"].startswith("distractor/validation-")
+
+
+# --- the recall tasks' records: the reference's hub datasets, as the records the tasks read ------------------------
+
+def recall_parquet(key: str) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in (SHIPPED_RECORDS / "recall" / f"{key}.jsonl").read_text().splitlines()]
+    columns = sorted({k for row in rows for k in row})
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({c: [row.get(c) for row in rows] for c in columns}), buffer)
+    return buffer.getvalue()
+
+
+def test_fetch_recall_freezes_each_tasks_validation_records(env, mirror):
+    for key, repo in (("triviaqa", "hazyresearch/based_triviaqa"), ("nq", "hazyresearch/based_nq_2048"),
+                      ("drop", "hazyresearch/based_drop")):
+        mirror.add(MirrorRepo(repo, {"data/validation-00000-of-00001.parquet": recall_parquet(key),
+                                     "data/train-00000-of-00001.parquet": recall_parquet("drop")}, commit="7" * 40))
+    result = cli(env, "data", "fetch", "recall")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for key in ("triviaqa", "nq", "drop"):
+        records, meta = frozen(env, "recall", key)
+        shipped = [json.loads(line) for line in (SHIPPED_RECORDS / "recall" / f"{key}.jsonl").read_text().splitlines()]
+        assert records == shipped
+        assert meta["source"]["file"] == "data/validation-00000-of-00001.parquet" and meta["source"]["commit"] == "7" * 40

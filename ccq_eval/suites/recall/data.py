@@ -1,5 +1,5 @@
 """The recall tasks' records and prompts. Records: DATA_DIR/recall/<key>.jsonl, else the copy `ccq-eval data fetch
-recall` froze in the cache from the reference's hub dataset (its validation split); every record checked before any
+recall` froze in the cache from the reference's hub dataset (its validation parquet); every record checked before any
 is used. Prompts: each record's document cut to the unit's length (cut.py), then the task's prompt; built once per
 records, tokenizer, length and samples, and frozen in the cache."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.data import local
+from ccq_eval.data import hub, local
 from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
@@ -85,21 +85,37 @@ def prompts_path(key: dict) -> Path:
     return cache_root() / "recall-prompts" / f"{key['task']}-L{key['length']}-{stable_hash(key)[:16]}.jsonl"
 
 
-def fetch(tasks: list[str] | None = None, progress=print) -> list[Path]:
-    """Each task's hub dataset through HF datasets (its validation split), checked and frozen as
-    <cache>/recall/<key>.jsonl with where it came from."""
-    import datasets
+def hub_file(task: str) -> hub.HubFile:
+    """The task's validation parquet in its hub dataset (as datasets' push_to_hub lays one out); no commit is
+    confirmed from here: main, resolved when fetched and recorded."""
+    return hub.HubFile(TASKS[task].dataset, "*validation-*.parquet", None)
 
+
+def parquet_records(path: Path) -> list[dict]:
+    """The parquet's rows with the fields the protocol reads, lists as lists."""
+    import pandas as pd
+
+    def plain(value):  # parquet's arrays and numpy scalars as JSON's lists and numbers
+        if hasattr(value, "__len__") and not isinstance(value, str):
+            return [str(v) for v in value]
+        return value.item() if hasattr(value, "item") else value
+
+    frame = pd.read_parquet(path)
+    return [{k: plain(row[k]) for k in KEPT_FIELDS if k in frame.columns and row[k] is not None}
+            for row in frame.to_dict("records")]
+
+
+def fetch(tasks: list[str] | None = None, progress=print) -> list[Path]:
+    """Each task's validation parquet (sha256 checked against the hub's record), every record checked, frozen as
+    <cache>/recall/<key>.jsonl with where it came from."""
     written = []
     for task in tasks or list(TASKS):
-        spec = TASKS[task] if task in TASKS else TASKS[f"recall_{task}"]
-        progress(f"fetching {spec.key}: {spec.dataset} (validation)")
-        loaded = datasets.load_dataset(spec.dataset, split="validation")
-        records = check_records(enumerate(loaded, 1), f"{spec.dataset} (validation)")
+        spec = TASKS[task]
+        progress(f"fetching {spec.key}: {hub_file(task).where} (validation)")
+        fetched = hub.fetch_file(hub_file(task), progress)
+        records = check_records(enumerate(parquet_records(fetched.path), 1), f"{fetched.repo}:{fetched.filename}")
         path = cache_root() / "recall" / f"{spec.key}.jsonl"
-        freeze(path, records, {"source": {"dataset": spec.dataset, "split": "validation",
-                                          "fingerprint": getattr(loaded, "_fingerprint", None)},
-                               "reference": "HazyResearch/prefix-linear-attention"})
+        freeze(path, records, {"source": fetched.record(), "reference": f"HazyResearch/prefix-linear-attention"})
         progress(f"  {spec.key}: {len(records)} records -> {path}")
         written.append(path)
     return written
