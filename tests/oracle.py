@@ -37,6 +37,50 @@ class GeneratesOnly:
         raise NotImplementedError("a model that does not score text has no prompt keys")
 
 
+class AnswersFromPrompt(GeneratesOnly, LM):
+    """Answers each prompt with ``answer(prompt)``: a scripted solver of a suite's tasks."""
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        return [self.answer(request.args[0]) for request in requests]
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError
+
+
+def answers_loader(name: str, answer):
+    """A run's model loader (run_suite's) for AnswersFromPrompt(answer), on the byte tokenizer, provenance ``name``."""
+    import torch
+
+    from ccq_eval.run import Evaluand
+    from tests.helpers import byte_tokenizer
+
+    def load(request, max_length):
+        provenance = {"weights_sha256": name, "config": {"model_type": "scripted", "name": name}, "dtype": "none",
+                      "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
+        return Evaluand(lm=AnswersFromPrompt(answer), tokenizer=byte_tokenizer(), tokenizer_path="bytes",
+                        provenance=provenance)
+    return load
+
+
+def stored_units(store) -> tuple[dict, list]:
+    """({(task, length, metric): value}, [(task, settings, score, target, prediction, fields)]) of a store."""
+    import sqlite3
+
+    db = sqlite3.connect(store)
+    metrics = {(t, L, m): v for t, L, m, v in db.execute(
+        "SELECT u.task, u.context_length, m.metric, m.value FROM metrics m JOIN units u ON m.unit_id = u.id")}
+    samples = db.execute("SELECT u.task, u.settings, s.score, s.target, s.prediction, s.fields FROM samples s "
+                         "JOIN units u ON s.unit_id = u.id").fetchall()
+    return metrics, samples
+
+
 def asked_keys(query: str) -> list[str]:
     """RULER's query: one key, or "a, b, c, and d"."""
     return query.replace(", and ", ", ").split(", ") if ", and " in query else [query]

@@ -7,69 +7,37 @@ TriviaQA, NQ and DROP with their average, and GDN's reported rows with --referen
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from lm_eval.api.model import LM
 
 from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.run import RunRequest, run_suite
 from ccq_eval.suites.recall import TASK_IDS
-from tests.oracle import GeneratesOnly
+from tests.oracle import answers_loader, stored_units as stored
 
 FIXTURES = str(SHIPPED_RECORDS)  # recall/<key>.jsonl
 
 
-class AnswersLM(GeneratesOnly, LM):
-    """Answers a prompt with the answers of the records whose question ends it (the tasks share questions), or a
-    word none holds."""
-
-    def __init__(self, wrong: bool):
-        super().__init__()
-        self.wrong = wrong
-        self.answers = {}
-        for task in TASK_IDS:
-            for line in (Path(FIXTURES) / "recall" / f"{task.removeprefix('recall_')}.jsonl").read_text().splitlines():
-                record = json.loads(line)
-                self.answers.setdefault(record["question"].strip(), set()).add(record["answers"][0])
-
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        out = []
-        for request in requests:
-            question = next(q for q in self.answers if request.args[0].endswith(q))
-            out.append(" qqqq" if self.wrong else " it is " + " or ".join(sorted(self.answers[question])))
-        return out
-
-    def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
+def answers_of_records() -> dict[str, set[str]]:
+    """question -> the answers of the records that ask it (the tasks share questions)."""
+    answers = {}
+    for task in TASK_IDS:
+        for line in (Path(FIXTURES) / "recall" / f"{task.removeprefix('recall_')}.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            answers.setdefault(record["question"].strip(), set()).add(record["answers"][0])
+    return answers
 
 
-def answers_loader(wrong: bool):
-    import torch
+def answers_loader_of(wrong: bool):
+    """Answers a prompt with the answers of the records whose question ends it, or a word none holds."""
+    answers = answers_of_records()
 
-    from ccq_eval.run import Evaluand
-    from tests.helpers import byte_tokenizer
-
-    def load(request, max_length):
-        provenance = {"weights_sha256": f"answers-{wrong}", "config": {"model_type": "answers", "wrong": wrong},
-                      "dtype": "none", "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=AnswersLM(wrong), tokenizer=byte_tokenizer(), tokenizer_path="bytes",
-                        provenance=provenance)
-    return load
-
-
-def stored(store):
-    db = sqlite3.connect(store)
-    metrics = {(t, L, m): v for t, L, m, v in db.execute(
-        "SELECT u.task, u.context_length, m.metric, m.value FROM metrics m JOIN units u ON m.unit_id = u.id")}
-    samples = db.execute("SELECT u.task, u.settings, s.score, s.target, s.prediction, s.fields FROM samples s "
-                         "JOIN units u ON s.unit_id = u.id").fetchall()
-    return metrics, samples
+    def answer(prompt):
+        question = next(q for q in answers if prompt.endswith(q))
+        return " qqqq" if wrong else " it is " + " or ".join(sorted(answers[question]))
+    return answers_loader(f"answers-{wrong}", answer)
 
 
 @pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
@@ -77,7 +45,7 @@ def test_an_oracle_scores_100_and_a_wrong_one_0(tmp_path, wrong, expected):
     store = tmp_path / "ccq.db"
     request = RunRequest(model="answers", suite="recall", lengths="512", samples=4, store=str(store), label="a",
                          data_dir=FIXTURES)
-    assert run_suite(request, answers_loader(wrong), out=lambda *_: None) == 0
+    assert run_suite(request, answers_loader_of(wrong), out=lambda *_: None) == 0
     metrics, samples = stored(store)
     assert {t: metrics[(t, 512, "contains")] for t in TASK_IDS} == {t: expected for t in TASK_IDS}
     assert len(samples) == 12

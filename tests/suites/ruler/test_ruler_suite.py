@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections import Counter
 
 import pytest
-from lm_eval.api.model import LM
 
 from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.run import RunRequest, run_suite
 from ccq_eval.suites.ruler import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import ruler_string_match
-from tests.oracle import GeneratesOnly
+from tests.oracle import answers_loader, stored_units as stored
 
 QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
 TASKS = tuple(t for t in TOKENS_TO_GENERATE if t not in QA)
@@ -53,41 +51,8 @@ def solve(prompt: str, wrong: bool) -> list[str]:
     return ranked[3:6] if wrong else ranked[:3]
 
 
-class SolverLM(GeneratesOnly, LM):
-    def __init__(self, wrong: bool = False):
-        super().__init__()
-        self.wrong = wrong
-
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        return [" " + " ".join(solve(request.args[0], self.wrong)) for request in requests]
-
-    def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-
 def solver_loader(wrong: bool):
-    import torch
-
-    from ccq_eval.run import Evaluand
-    from tests.helpers import byte_tokenizer
-
-    def load(request, max_length):
-        provenance = {"weights_sha256": f"solver-{wrong}", "config": {"model_type": "solver", "wrong": wrong},
-                      "dtype": "none", "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=SolverLM(wrong), tokenizer=byte_tokenizer(), tokenizer_path="bytes", provenance=provenance)
-    return load
-
-
-def stored(store):
-    db = sqlite3.connect(store)
-    metrics = {(t, L, m): v for t, L, m, v in db.execute(
-        "SELECT u.task, u.context_length, m.metric, m.value FROM metrics m JOIN units u ON m.unit_id = u.id")}
-    samples = db.execute("SELECT u.task, u.settings, s.score, s.target, s.prediction, s.fields FROM samples s "
-                         "JOIN units u ON s.unit_id = u.id").fetchall()
-    return metrics, samples
+    return answers_loader(f"solver-{wrong}", lambda prompt: " " + " ".join(solve(prompt, wrong)))
 
 
 @pytest.mark.parametrize("wrong,expected", [(False, 100.0), (True, 0.0)])
