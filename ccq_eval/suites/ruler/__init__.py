@@ -11,10 +11,10 @@ from ccq_eval.suites.sniah import RulerNamedSuite
 from ccq_eval.suites.sniah.protocol import TASK_VERSION
 
 # RULER's constants.py, per task (qa_1 / qa_2: SQuAD / HotpotQA documents)
-TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50, "ruler_qa_squad": 32, "ruler_qa_hotpotqa": 32}
+TOKENS_TO_GENERATE = {"ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50, "ruler_qa_squad": 32, "ruler_qa_hotpot": 32}
 
 
-QA_TASKS = ("ruler_qa_squad", "ruler_qa_hotpotqa")  # scored by string_match_part (any answer); the rest by _all
+QA_TASKS = ("ruler_qa_squad", "ruler_qa_hotpot")  # scored by string_match_part (any answer); the rest by _all
 
 
 class RulerSuite(RulerNamedSuite):
@@ -59,7 +59,7 @@ SUITE = RulerSuite(
     default_lengths=(4096, 8192, 16384, 32768),
     default_samples=500,
     display={"ruler_vt": "VT", "ruler_cwe": "CWE", "ruler_fwe": "FWE", "ruler_qa_squad": "QA-1",
-             "ruler_qa_hotpotqa": "QA-2"},
+             "ruler_qa_hotpot": "QA-2"},
     length_means="prompt + the task's generated tokens (VT 30, CWE 120, FWE 50, QA 32) <= L",
     samples_mean="samples per task and length",
     in_all=False,  # not one of the paper's tables: run by name

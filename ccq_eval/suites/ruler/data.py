@@ -199,7 +199,7 @@ def _probe(task: str, length: int, seed: int) -> Draw:
     return draw(task, length, random.Random(f"{seed}-ruler-{task}-{length}-probe"))
 
 
-QA_OWN_DOCUMENTS = {"ruler_qa_squad": 1, "ruler_qa_hotpotqa": 10}  # a question's own: its paragraph; its ten
+QA_OWN_DOCUMENTS = {"ruler_qa_squad": 1, "ruler_qa_hotpot": 10}  # a question's own: its paragraph; its ten
 
 
 def check_source_fills(task: str, tokenizer, haystack, length: int, seed: int) -> None:

@@ -13,6 +13,10 @@ DATA_DIR/ruler/<squad|hotpotqa>.jsonl holds them:
 Where RULER needs more documents than the source has, it repeats the whole collection inside one prompt; that is not
 the task, so such a length is refused (the real sources hold about 190K (SQuAD) and 9M (HotpotQA) tokens of
 documents, far beyond 32K).
+
+lm-eval's port (lm_eval/tasks/ruler/qa_utils.py, whose task names these are) reads the same sources and composes the
+same prompt, but where every document is needed it uses them once instead of repeating them, it grows its document
+count in its own steps, and it reads HotpotQA from a hub mirror of the JSON.
 """
 
 from __future__ import annotations

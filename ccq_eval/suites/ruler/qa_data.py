@@ -17,7 +17,7 @@ from ccq_eval.suites.sniah.sizing import SniahError
 FETCH_COMMAND = "ccq-eval data fetch ruler"
 # task -> its source's name; the hub's parquet (no commit confirmed from here: resolved from main when fetched and
 # recorded with the frozen copy)
-SOURCES = {"ruler_qa_squad": "squad", "ruler_qa_hotpotqa": "hotpotqa"}
+SOURCES = {"ruler_qa_squad": "squad", "ruler_qa_hotpot": "hotpotqa"}
 HUB = {"squad": hub.HubFile("rajpurkar/squad_v2", "squad_v2/validation-*.parquet", None),
        "hotpotqa": hub.HubFile("hotpotqa/hotpot_qa", "distractor/validation-*.parquet", None)}
 LICENCE = {"squad": "CC BY-SA 4.0 (SQuAD 2.0)", "hotpotqa": "CC BY-SA 4.0 (HotpotQA)"}

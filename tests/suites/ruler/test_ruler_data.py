@@ -10,7 +10,7 @@ from ccq_eval.byte_tokenizer import byte_tokenizer
 from ccq_eval.suites.ruler import compose, data
 from ccq_eval.suites.sniah.sizing import SniahError, count_tokens, prompt_of
 
-QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
+QA = ("ruler_qa_squad", "ruler_qa_hotpot")
 TASKS = tuple(t for t in data.TOKENS_TO_GENERATE if t not in QA)
 
 
@@ -67,7 +67,7 @@ def test_the_answers_are_each_tasks_own():
 
 
 @pytest.mark.parametrize("task,length", [("ruler_qa_squad", 768), ("ruler_qa_squad", 960),
-                                         ("ruler_qa_hotpotqa", 1024)])
+                                         ("ruler_qa_hotpot", 1024)])
 def test_qa_prompts_fill_their_length_with_the_questions_in_rulers_order(subword, task, length):
     sources = qa_sources()
     records = data.generate(task, subword, length, 4, seed=0, haystack=sources)

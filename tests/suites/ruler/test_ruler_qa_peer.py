@@ -15,7 +15,7 @@ from ccq_eval.suites.ruler import qa, qa_data
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ruler"
 FIXTURE = json.loads((FIXTURES / "ruler_qa_samples.json").read_text())
-TASK = {"squad": "ruler_qa_squad", "hotpotqa": "ruler_qa_hotpotqa"}
+TASK = {"squad": "ruler_qa_squad", "hotpotqa": "ruler_qa_hotpot"}
 
 
 def qa_set(dataset: str) -> qa.QaSet:

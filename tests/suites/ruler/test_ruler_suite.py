@@ -17,7 +17,7 @@ from ccq_eval.suites.ruler import TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import ruler_string_match
 from tests.oracle import answers_loader, stored_units as stored
 
-QA = ("ruler_qa_squad", "ruler_qa_hotpotqa")
+QA = ("ruler_qa_squad", "ruler_qa_hotpot")
 TASKS = tuple(t for t in TOKENS_TO_GENERATE if t not in QA)
 QA_DATA = str(SHIPPED_RECORDS)  # ruler/<squad|hotpotqa>.jsonl
 ASSIGN = re.compile(r"^VAR (\w+) = (?:VAR )?(\w+) ?$", re.MULTILINE)
@@ -133,7 +133,7 @@ def test_qa_scores_any_answer_found_and_records_its_documents(tmp_path, wrong, e
     for task, settings, score, target, prediction, fields in samples:
         settings = json.loads(settings)
         assert settings["tokens_to_generate"] == 32
-        assert settings["documents"]["name"] == {"ruler_qa_squad": "squad", "ruler_qa_hotpotqa": "hotpotqa"}[task]
+        assert settings["documents"]["name"] == {"ruler_qa_squad": "squad", "ruler_qa_hotpot": "hotpotqa"}[task]
         assert json.loads(fields)["prompt_tokens"] + 32 <= 4096
 
 
