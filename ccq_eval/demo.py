@@ -2,8 +2,8 @@
 
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
 25 samples per cell, on RULER's five multi-needle tasks at the training length, on RULER's variable tracking,
-common / frequent words extraction and SQuAD QA at 2K (10 samples a task; QA over shipped stand-in documents), on
-in-context TriviaQA / NQ / DROP at 1K (shipped stand-in records), and on long-context perplexity
+common / frequent words extraction and SQuAD QA at 2K (10 samples a task; QA over shipped small documents), on
+in-context TriviaQA / NQ / DROP at 1K (shipped small records), and on long-context perplexity
 over four shipped corpora (the longppl
 suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
 in the same voice that it never saw, which measures generalisation; Python's reference manual and
@@ -43,9 +43,9 @@ MULTI_NIAH_LENGTH = "1k"  # RULER's multi-needle tasks at the training length on
 # CWE's list alone outgrow 1K), 10 samples a task: about 15 s a model here
 RULER_LENGTH = "2k"
 RULER_SAMPLES = 10
-# with QA over the shipped stand-in SQuAD documents; HotpotQA's ten documents a question outgrow 2K bytes
+# with QA over the shipped small SQuAD documents; HotpotQA's ten documents a question outgrow 2K bytes
 RULER_TASKS = "ruler_vt,ruler_cwe,ruler_fwe,ruler_qa_squad"
-RECALL_LENGTH = "1k"  # in-context TriviaQA / NQ / DROP on the shipped stand-in records (6, 5, 6), at the zoo's 1K
+RECALL_LENGTH = "1k"  # in-context TriviaQA / NQ / DROP on the shipped small records (6, 5, 6), at the zoo's 1K
 LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)

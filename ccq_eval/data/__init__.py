@@ -7,6 +7,6 @@ from pathlib import Path
 SHIPPED_ESSAYS = Path(__file__).resolve().parent / "text" / "essays.txt"
 # More CC0 essays in the same voice that no zoo model trains on: longppl's "essays_heldout" corpus
 HELDOUT_ESSAYS = Path(__file__).resolve().parent / "text" / "essays-heldout.txt"
-# Small stand-in records made from the shipped essays, in the real sources' layouts (DATA_DIR's): RULER's QA documents
+# Small small records made from the shipped essays, in the real sources' layouts (DATA_DIR's): RULER's QA documents
 # (records/ruler/) and the in-context recall tasks' records (records/recall/). The demo and the tests read them.
 SHIPPED_RECORDS = Path(__file__).resolve().parent / "records"

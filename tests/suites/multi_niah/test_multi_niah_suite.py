@@ -69,7 +69,7 @@ def test_early_stop_waits_for_every_expected_value(tokenizer_dir):
     record = multi.generate("niah_multivalue", byte_tokenizer(), 1024, 1, seed=0, haystack=_essays())[0]
     lm = SimpleNamespace(scores_text=True, prompt_key=lambda prompt: ("key", len(prompt)))
     model = SimpleNamespace(lm=lm, tokenizer=byte_tokenizer())
-    hooks, keys = MultiNiahDriver(None)._decoding_hooks([record], model)
+    hooks, keys = MultiNiahDriver(None)._decoding_hooks(record.get("task", "niah_multikey_1"), [record], model)
     stop = hooks.stop_when[keys[record["index"]]]
     values = record["outputs"]
     assert not stop(" " + ", ".join(values[:3]))
