@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ccq_eval.data import hub, local
-from ccq_eval.data.cache import cache_root, content_hash, freeze, stable_hash
+from ccq_eval.data.cache import cache_root, freeze, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
 from ccq_eval.suites.recall.cut import cut
-from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION, TASKS
+from ccq_eval.suites.recall.tasks import MAX_GEN, REFERENCE_COMMIT, TASK_VERSION, TASKS
 
 FETCH_COMMAND = "ccq-eval data fetch recall"
 KEPT_FIELDS = ("context", "question", "answers", "alt_answers", "tok_pos", "orig_question", "doc_id")
@@ -115,11 +115,8 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[Path]:
         fetched = hub.fetch_file(hub_file(task), progress)
         records = check_records(enumerate(parquet_records(fetched.path), 1), f"{fetched.repo}:{fetched.filename}")
         path = cache_root() / "recall" / f"{spec.key}.jsonl"
-        freeze(path, records, {"source": fetched.record(), "reference": f"HazyResearch/prefix-linear-attention"})
+        freeze(path, records, {"source": fetched.record(),
+                               "reference": f"HazyResearch/prefix-linear-attention@{REFERENCE_COMMIT}"})
         progress(f"  {spec.key}: {len(records)} records -> {path}")
         written.append(path)
     return written
-
-
-def records_hash(records: list[dict]) -> str:
-    return content_hash(records)

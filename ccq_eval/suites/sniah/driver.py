@@ -16,7 +16,7 @@ from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
-from ccq_eval.suites.sniah.scoring import answer_prefix, ruler_postprocess, ruler_string_match
+from ccq_eval.suites.sniah.scoring import answer_prefix, ruler_string_match
 from ccq_eval.suites.sniah.sizing import SniahError, prompt_of
 
 EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
