@@ -34,6 +34,11 @@ class RecallSuite(Suite):
         return {f"{task}.yaml": task_yaml(self.name, task, {"recall_task": task}, TASK_VERSION,
                                           more=generation + metrics) for task in self.tasks}
 
+    def prompt_context(self, record, width):
+        from ccq_eval.suites.recall.context import recall_context
+
+        return recall_context(record, width)
+
     def fetchable(self):
         return tuple(self.short(t) for t in self.tasks)
 
@@ -55,6 +60,6 @@ SUITE = RecallSuite(
     samples_mean="records per task",
     sample_view=SampleView(target="answer", score="contains",
                            fields=(("prompt tokens", ("prompt_tokens",)), ("document tokens", ("document_tokens",)),
-                                   ("kept tokens", ("kept_tokens",)))),
+                                   ("kept tokens", ("kept_tokens",))), context=True),
     records_folder="recall-prompts",
 )

@@ -16,7 +16,7 @@ from ccq_eval.suites.recall.tasks import MAX_GEN, REFERENCE_COMMIT, TASK_VERSION
 
 FETCH_COMMAND = "ccq-eval data fetch recall"
 KEPT_FIELDS = ("context", "question", "answers", "alt_answers", "tok_pos", "orig_question", "doc_id")
-PROMPTS_VERSION = 1
+PROMPTS_VERSION = 2
 
 
 class RecallDataError(BadInput):
@@ -66,7 +66,8 @@ def build(task: str, records: list[dict], tokenizer, length: int, samples: int |
             continue
         kept = cut(spec, record, tokenizer, length)
         prompt = spec.prompt(kept.context, record["question"])
-        docs.append({"index": len(docs), "record": number, "prompt": prompt, "answers": record["answers"],
+        docs.append({"index": len(docs), "record": number, "prompt": prompt, "question": record["question"].strip(),
+                     "answers": record["answers"],
                      "prompt_tokens": len(tokenizer(prompt)["input_ids"]), "document_tokens": kept.total,
                      "kept_tokens": kept.kept, "answer_in_window": kept.answer_found, "max_length": length})
         if samples is not None and len(docs) == samples:

@@ -154,3 +154,15 @@ def test_a_length_needing_more_documents_than_the_source_holds_is_refused(tmp_pa
                  "--samples", "2", "--store", str(tmp_path / "ccq.db"), "--data-dir", QA_DATA])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "documents" in err[0] and "repeat" in err[0]
+
+
+def test_the_report_marks_qas_answer_inside_a_document_not_in_the_question():
+    from ccq_eval.suites.ruler import SUITE
+
+    prompt = ("The following are given documents.\n\nDocument 1:\nA garden needs water.\n\nDocument 2:\nThe beans "
+              "grow slowly.\n\nAnswer the question.\n\nQuestion: What grow slowly? Beans?")
+    shown = SUITE.prompt_context({"input": prompt, "outputs": ["nothing", "beans"]}, 20)
+    assert shown["label"] == "answer in context" and shown["needle"] == "beans"
+    assert prompt.index(shown["before"] + shown["needle"]) < prompt.index("Question:")
+    unanswered = SUITE.prompt_context({"input": prompt, "outputs": ["roses"]}, 20)
+    assert unanswered["label"] == "question in context" and unanswered["needle"].startswith("Question: What")

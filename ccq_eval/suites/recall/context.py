@@ -1,0 +1,33 @@
+"""What the report shows of a recall prompt beside each sample: the first answer where the cut document still
+holds it (the protocol scores a model on finding it there), else the question that ends the prompt."""
+
+from __future__ import annotations
+
+
+def span_context(prompt: str, span: tuple[int, int], width: int, label: str) -> dict:
+    """The viewer's context of ``prompt[start:end]``: {"label", "before", "needle", "after"}, ``width`` a side."""
+    start, end = span
+    return {"label": label, "before": prompt[max(0, start - width):start], "needle": prompt[start:end],
+            "after": prompt[end:end + width]}
+
+
+def answer_span(text: str, answers: list) -> tuple[int, int] | None:
+    """Where the earliest-listed answer first occurs in ``text``, case-insensitively (as contains-match reads it)."""
+    lowered = text.lower()
+    for answer in answers:
+        if isinstance(answer, str) and answer.strip() and (at := lowered.find(answer.strip().lower())) >= 0:
+            return at, at + len(answer.strip())
+    return None
+
+
+def recall_context(record: dict, width: int) -> dict | None:
+    """The context of a frozen recall prompt record ({"prompt", "question", "answers", ...}), or None."""
+    prompt, answers = record.get("prompt"), record.get("answers")
+    if not isinstance(prompt, str) or not isinstance(answers, list):
+        return None
+    question = record.get("question")
+    question_at = len(prompt) - len(question) if isinstance(question, str) and prompt.endswith(question) else len(prompt)
+    found = answer_span(prompt[:question_at], answers)
+    if found is not None:
+        return span_context(prompt, found, width, "answer in context")
+    return span_context(prompt, (question_at, len(prompt)), width, "question in context")
