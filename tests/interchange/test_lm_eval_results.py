@@ -342,3 +342,60 @@ def test_lm_table_results_below_the_lm_window_or_without_max_length_are_refused(
     out = capsys.readouterr().out
     assert "refused piqa: the results " in out and "lm-eval may have cut its contexts" in out
     assert stored_cells(tmp_path / "s.db") == set()
+
+
+RETRIEVAL_TASKS = "recall_nq,ruler_qa_squad"
+
+
+@pytest.fixture(scope="module")
+def retrieval_plugin_output(tmp_path_factory):
+    """The recall and RULER QA plugins run by lm-eval's own CLI on the shipped records at 2K, samples logged."""
+    from ccq_eval.data import SHIPPED_RECORDS
+
+    root = tmp_path_factory.mktemp("retrieval-plugins")
+    metadata = {"max_seq_lengths": [2048], "num_samples": 2, "data_dir": str(SHIPPED_RECORDS)}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("CCQ_EVAL_CACHE", str(root / "c"))):
+            mp.setenv(name, value)
+        assert main(["lm-eval", "run", "--model", "hf", "--model_args", "pretrained=zoo:gla-tiny,dtype=float32",
+                     "--tasks", RETRIEVAL_TASKS, "--metadata", json.dumps(metadata), "--device", "cpu",
+                     "--batch_size", "1", "--output_path", str(root / "out"), "--log_samples"]) == 0
+    (results,) = (root / "out").rglob("results_*.json")
+    return results
+
+
+@pytest.mark.e2e
+def test_recall_and_ruler_qa_plugin_results_ingest_into_their_units_and_tables(retrieval_plugin_output, tmp_path,
+                                                                               capsys):
+    from ccq_eval.store import Store
+
+    def halfway(data):  # the zoo scores 0: one sample made right, so a stored number must be the file's own
+        data["results"]["recall_nq"]["2048,none"] = 50.0
+
+    def first_right(task, line):
+        record = json.loads(line)
+        return json.dumps({**record, "2048": 100.0, "score": 100.0}) if (task, record["doc_id"]) == (
+            "recall_nq", 0) else line
+
+    edited = edited_copy(retrieval_plugin_output, tmp_path / "edited", halfway, first_right)
+    data = json.loads(edited.read_text())["results"]
+    store = tmp_path / "s.db"
+    assert main(["ingest", str(edited), "--store", str(store), "--label", "lm-eval gla"]) == 0
+    assert "2 units added" in capsys.readouterr().out
+    read = Store(store, readonly=True)
+    units = {(u.suite, u.task, u.context_length): u for u in read.units()}
+    assert set(units) == {("recall", "recall_nq", 2048), ("ruler", "ruler_qa_squad", 2048)}
+    for (suite, task, length), unit in units.items():
+        (metric,) = read.metrics(unit.id)
+        assert metric.metric == {"recall": "contains", "ruler": "score"}[suite] and metric.is_primary
+        assert metric.value == data[task][f"{length},none"] != -1
+        samples = read.samples(unit.id)
+        assert len(samples) == 2 and all(s.prompt_sha256 and s.target for s in samples)
+        assert [s.score for s in samples] == ([100.0, 0.0] if task == "recall_nq" else [0.0, 0.0])
+    for table, column in (("recall", "NQ"), ("ruler", "QA-1 2K")):
+        assert main(["tables", "--table", table, "--store", str(store), "--out", str(tmp_path / "t"),
+                     "--format", "csv"]) == 0
+        header, row = (tmp_path / "t" / f"{table}.csv").read_text().splitlines()[:2]
+        cells = dict(zip(header.split(","), row.split(",")))
+        assert cells["label"] == "lm-eval gla" and float(cells[column]) == data[RETRIEVAL_TASKS.split(",")[
+            0 if table == "recall" else 1]]["2048,none"]
