@@ -146,15 +146,9 @@ def test_a_zoo_model_runs_every_task_through_the_command_line(tmp_path):
 def bpe_with_bos():
     """A real subword tokenizer: byte-level BPE trained on the shipped essays, with a BOS token added to every
     encoding (as SentencePiece Llama tokenizers add theirs)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tests.fixtures.ruler.make_fixtures import subword_tokenizer_with_bos
 
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator([_essays().text], trainers.BpeTrainer(vocab_size=2000, special_tokens=["<s>"]))
-    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bpe.token_to_id("<s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>")
+    return subword_tokenizer_with_bos()
 
 
 @pytest.mark.parametrize("task", TASKS)

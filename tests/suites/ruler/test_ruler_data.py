@@ -24,15 +24,9 @@ def qa_sources():
 @pytest.fixture(scope="module")
 def subword():
     """Byte-level BPE trained on the shipped essays, a BOS added to every encoding."""
-    from tokenizers import processors
-    from transformers import PreTrainedTokenizerFast
+    from tests.fixtures.ruler.make_fixtures import subword_tokenizer_with_bos
 
-    from tests.fixtures.ruler.make_fixtures import subword_tokenizer
-
-    bpe = subword_tokenizer().backend_tokenizer
-    bpe.add_special_tokens(["<s>"])
-    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bpe.token_to_id("<s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>")
+    return subword_tokenizer_with_bos()
 
 
 @pytest.mark.parametrize("task", TASKS)
