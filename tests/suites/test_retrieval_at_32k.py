@@ -1,9 +1,9 @@
-"""All thirteen RULER tasks at 32K on a subword tokenizer with its own BOS: S-NIAH-1/2/3, the five multi-needle
-tasks and VT, CWE, FWE and QA-1/2. Each prompt, as the model reads it, plus its generated tokens fills 32K and never
-passes it; it holds its answers; and no sentence, line or document repeats inside it, where the task's haystack is
-made of them (S-NIAH-1's five noise sentences repeat by RULER's definition). The haystacks are long local
-stand-ins written by the test: essays of distinct sentences, SQuAD- and HotpotQA-shaped rows of distinct
-paragraphs."""
+"""All thirteen RULER tasks at 32K on two subword tokenizers with their own BOS (a byte-level BPE, and SentencePiece
+read from a Llama hub layout): S-NIAH-1/2/3, the five multi-needle tasks and VT, CWE, FWE and QA-1/2. Each prompt,
+as the model reads it, plus its generated tokens fills 32K and never passes it; it holds its answers; and no
+sentence, line or document repeats inside it, where the task's haystack is made of them (S-NIAH-1's five noise
+sentences repeat by RULER's definition). The haystacks are long local stand-ins written by the test: essays of
+distinct sentences, SQuAD- and HotpotQA-shaped rows of distinct paragraphs."""
 
 from __future__ import annotations
 
@@ -31,8 +31,13 @@ def sentence(i: int) -> str:
             f"before the {rng.choice(NOUNS)} of the {rng.choice(NOUNS)} closed.")
 
 
-@pytest.fixture(scope="module")
-def subword():
+@pytest.fixture(scope="module", params=["bpe+bos", "llama-spm"])
+def subword(request):
+    """Byte-level BPE with a BOS added; SentencePiece read from a Llama hub layout (its BOS, byte fallback)."""
+    if request.param == "llama-spm":
+        from tests.fixtures.recall.make_fixtures import llama_spm_tokenizer
+
+        return llama_spm_tokenizer()
     from tests.fixtures.ruler.make_fixtures import subword_tokenizer_with_bos
 
     return subword_tokenizer_with_bos()

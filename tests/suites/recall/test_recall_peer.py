@@ -1,7 +1,8 @@
 """Peer check against HazyResearch/prefix-linear-attention's own code (tests/fixtures/recall/recall_samples.json,
 written by make_fixtures.py at the commit it records): for the same records, tokenizer and length, ccq-eval's cut
 documents in the tasks' prompts equal the reference's, character for character, on a subword tokenizer without and
-with a BOS (which the reference's cut counts), and the records it leaves out are the reference's."""
+with a BOS (which the reference's cut counts) and on a SentencePiece tokenizer in a Llama hub layout
+(tests/fixtures/tokenizers/llama-spm), and the records it leaves out are the reference's."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def tokenizer(name: str):
 
 
 def test_the_fixture_records_the_reference_commit():
-    assert FIXTURE["reference_commit"].startswith("7490f22") and len(FIXTURE["prompts"]) == 12
+    assert FIXTURE["reference_commit"].startswith("7490f22") and len(FIXTURE["prompts"]) == 18
 
 
 @pytest.mark.parametrize("case", sorted(FIXTURE["prompts"]))
