@@ -679,12 +679,13 @@ def recall_parquet(key: str) -> bytes:
 
 def test_fetch_recall_freezes_each_tasks_validation_records(env, mirror):
     for key, repo in (("triviaqa", "hazyresearch/based_triviaqa"), ("nq", "hazyresearch/based_nq_2048"),
-                      ("drop", "hazyresearch/based_drop")):
+                      ("drop", "hazyresearch/based_drop"), ("swde", "hazyresearch/based-swde-v2"),
+                      ("fda", "hazyresearch/based-fda"), ("squad", "hazyresearch/based-squad")):
         mirror.add(MirrorRepo(repo, {"data/validation-00000-of-00001.parquet": recall_parquet(key),
                                      "data/train-00000-of-00001.parquet": recall_parquet("drop")}, commit="7" * 40))
     result = cli(env, "data", "fetch", "recall")
     assert result.returncode == 0, result.stderr[-3000:]
-    for key in ("triviaqa", "nq", "drop"):
+    for key in ("triviaqa", "nq", "drop", "swde", "fda", "squad"):
         records, meta = frozen(env, "recall", key)
         shipped = [json.loads(line) for line in (SHIPPED_RECORDS / "recall" / f"{key}.jsonl").read_text().splitlines()]
         assert records == shipped

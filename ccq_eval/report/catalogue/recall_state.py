@@ -24,7 +24,7 @@ from ccq_eval.families import cache_bytes
 
 # suites whose primary score is retrieval accuracy (%), and the name of their mean in the table and figure
 RETRIEVAL_SUITES = {"sniah": "S-NIAH", "multi_niah": "multi-NIAH", "ruler": "RULER VT/CWE/FWE/QA",
-                    "recall": "TQA/NQ/Drop"}
+                    "recall": "in-context recall"}
 MEASURED, COUNTED = "measured", "config"
 MIB = 1 << 20
 

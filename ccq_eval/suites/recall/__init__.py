@@ -1,14 +1,15 @@
-"""In-context TriviaQA, NQ and DROP as the Based / JRT recall protocol defines them: the reference's hub records, each
-document cut to a fixed token budget in the model's tokenizer, its prompt, a short greedy answer up to the first
-newline, contains-match scoring. tasks.py (the table of tasks), cut.py (the cut), data.py (records, prompts frozen in
-the cache, `data fetch`), plugin.py (what tasks/recall calls), scoring.py, driver.py, tables.py (the six-task
-recall table, with the lm suite's SWDE, SQuAD and FDA). Importing this module imports none of them."""
+"""The six recall-intensive tasks (SWDE, SQuAD, FDA, in-context TriviaQA, NQ and DROP) as the Based / JRT protocol
+defines them: the reference's hub records, each document cut to a fixed token budget in the model's tokenizer, its
+prompt, a short greedy answer up to the first newline, contains-match scoring. tasks.py (the table of tasks), cut.py
+(the cut), data.py (records, prompts frozen in the cache, `data fetch`), plugin.py (what tasks/recall calls),
+scoring.py, driver.py, context.py (what the report marks), tables.py (the six-task recall table). Importing this
+module imports none of them."""
 
 from __future__ import annotations
 
 from ccq_eval.suites.base import SampleView, Suite
 
-TASK_IDS = ("recall_triviaqa", "recall_nq", "recall_drop")
+TASK_IDS = ("recall_swde", "recall_squad", "recall_fda", "recall_triviaqa", "recall_nq", "recall_drop")
 
 
 class RecallSuite(Suite):
@@ -53,7 +54,8 @@ SUITE = RecallSuite(
     tasks=TASK_IDS,
     default_lengths=(2048,),
     default_samples=None,
-    display={"recall_triviaqa": "TQA", "recall_nq": "NQ", "recall_drop": "Drop"},
+    display={"recall_swde": "SWDE", "recall_squad": "SQD", "recall_fda": "FDA", "recall_triviaqa": "TQA",
+             "recall_nq": "NQ", "recall_drop": "Drop"},
     fetches_data=True,
     in_all=False,  # not one of the paper's tables: run by name
     length_means="each document cut to L - 50 tokens (the protocol's context_length L)",

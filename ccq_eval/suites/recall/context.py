@@ -30,4 +30,6 @@ def recall_context(record: dict, width: int) -> dict | None:
     found = answer_span(prompt[:question_at], answers)
     if found is not None:
         return span_context(prompt, found, width, "answer in context")
+    if question_at == len(prompt):
+        return None  # nothing found to mark, and no question known apart from the prompt
     return span_context(prompt, (question_at, len(prompt)), width, "question in context")

@@ -15,25 +15,37 @@ from ccq_eval.suites.recall.cut import cut
 from ccq_eval.suites.recall.tasks import MAX_GEN, REFERENCE_COMMIT, TASK_VERSION, TASKS
 
 FETCH_COMMAND = "ccq-eval data fetch recall"
-KEPT_FIELDS = ("context", "question", "answers", "alt_answers", "tok_pos", "orig_question", "doc_id")
-PROMPTS_VERSION = 2
+KEPT_FIELDS = ("context", "question", "answers", "alt_answers", "tok_pos", "orig_question", "doc_id", "text", "key",
+               "value", "file_name")
+PROMPTS_VERSION = 3
 
 
 class RecallDataError(BadInput):
     """Recall records that are missing or malformed; the message names them and the fix."""
 
 
-def check_records(numbered, where: str) -> list[dict]:
-    """A string context and question, and a non-empty list of string answers (contains_score takes their max)."""
-    records = []
+def record_fields(task: str) -> tuple[str, ...]:
+    """The string fields a task's records need besides the target: its document and what it asks."""
+    spec = TASKS[task]
+    asked = (spec.question,) if spec.question else ("key",) if "key" in spec.answer_fields else ()
+    return (spec.document, *asked)
+
+
+def check_records(task: str, numbered, where: str) -> list[dict]:
+    """A string document and question (SWDE, FDA: key), and a non-empty list of string answers (contains_score
+    takes their max) or one string value."""
+    spec, records = TASKS[task], []
     for number, record in numbered:
         at = f"{where}: line {number}"
-        for field in ("context", "question"):
+        for field in record_fields(task):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise RecallDataError(f"{at}: {field!r} must be a string; expected the protocol's records "
-                                      "(context, question, answers)")
-        answers = record.get("answers")
-        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+                                      f"({', '.join(record_fields(task))}, {spec.target})")
+        target = record.get(spec.target)
+        if spec.target == "value" and not isinstance(target, str):
+            raise RecallDataError(f"{at}: 'value' must be a string")
+        if spec.target == "answers" and (not isinstance(target, list) or not target
+                                         or not all(isinstance(a, str) for a in target)):
             raise RecallDataError(f"{at}: 'answers' must be a non-empty list of strings")
         records.append({k: record[k] for k in KEPT_FIELDS if k in record})
     if not records:
@@ -46,30 +58,38 @@ def local_path(task: str, data_dir: str | None) -> Path | None:
 
 
 def read_records(task: str, data_dir: str | None) -> list[dict]:
-    path = local_path(task, data_dir)
-    if path is None:
-        key = TASKS[task].key
-        raise RecallDataError(local.not_found("recall records", [key], "recall", data_dir,
-                                              f"{key}.jsonl (context, question, answers)", FETCH_COMMAND))
-    return check_records(read_jsonl(path, RecallDataError, "recall file")[0], f"recall file {str(path)!r}")
+    return read_all([task], data_dir)[task]
+
+
+def read_all(tasks, data_dir: str | None) -> dict[str, list[dict]]:
+    """Every task's records, checked; records missing for any task are named together in one line."""
+    paths = {task: local_path(task, data_dir) for task in tasks}
+    if missing := [task for task, path in paths.items() if path is None]:
+        keys = [TASKS[task].key for task in missing]
+        wanted = "; ".join(f"{TASKS[t].key}.jsonl ({', '.join((*record_fields(t), TASKS[t].target))})" for t in missing)
+        raise RecallDataError(local.not_found("recall records", keys, "recall", data_dir, wanted, FETCH_COMMAND))
+    return {task: check_records(task, read_jsonl(path, RecallDataError, "recall file")[0],
+                                f"recall file {str(path)!r}") for task, path in paths.items()}
 
 
 def build(task: str, records: list[dict], tokenizer, length: int, samples: int | None) -> list[dict]:
-    """The unit's docs: each record's cut document in the task's prompt (NQ's records whose first answer has one
-    character or none are left out, as the reference leaves them out), up to ``samples`` of them."""
+    """The unit's docs: each record (as the reference's validation_docs gives it) with its document cut, in the
+    task's prompt; a record whose answer fields' first value has one character or none is left out, as the
+    reference leaves it out; up to ``samples`` of them."""
     spec = TASKS[task]
     if length <= MAX_GEN:
         raise RecallDataError(f"--lengths {length}: no room for a document next to {task}'s {MAX_GEN} tokens")
     docs = []
     for number, record in enumerate(records):
-        if spec.drop_short_answers and len(record["answers"][0]) <= 1:
+        record = spec.prepare(record) if spec.prepare else record
+        if spec.left_out(record):
             continue
         kept = cut(spec, record, tokenizer, length)
-        prompt = spec.prompt(kept.context, record["question"])
-        docs.append({"index": len(docs), "record": number, "prompt": prompt, "question": record["question"].strip(),
-                     "answers": record["answers"],
-                     "prompt_tokens": len(tokenizer(prompt)["input_ids"]), "document_tokens": kept.total,
-                     "kept_tokens": kept.kept, "answer_in_window": kept.answer_found, "max_length": length})
+        prompt = spec.prompt({**record, spec.document: kept.context})
+        docs.append({"index": len(docs), "record": number, "prompt": prompt, "question": spec.asked(record),
+                     "answers": spec.answers(record), "prompt_tokens": len(tokenizer(prompt)["input_ids"]),
+                     "document_tokens": kept.total, "kept_tokens": kept.kept, "answer_in_window": kept.answer_found,
+                     "max_length": length})
         if samples is not None and len(docs) == samples:
             break
     if not docs:
@@ -114,7 +134,8 @@ def fetch(tasks: list[str] | None = None, progress=print) -> list[Path]:
         spec = TASKS[task]
         progress(f"fetching {spec.key}: {hub_file(task).where} (validation)")
         fetched = hub.fetch_file(hub_file(task), progress)
-        records = check_records(enumerate(parquet_records(fetched.path), 1), f"{fetched.repo}:{fetched.filename}")
+        records = check_records(task, enumerate(parquet_records(fetched.path), 1),
+                                f"{fetched.repo}:{fetched.filename}")
         path = cache_root() / "recall" / f"{spec.key}.jsonl"
         freeze(path, records, {"source": fetched.record(),
                                "reference": f"HazyResearch/prefix-linear-attention@{REFERENCE_COMMIT}"})

@@ -20,7 +20,7 @@ class RecallDriver(Driver):
     @functools.cached_property
     def records(self) -> dict[str, list[dict]]:
         """Every chosen task's records, read and checked once (a function of the inputs)."""
-        return {task: recall.read_records(task, self.inputs.data_dir) for task in self.inputs.tasks}
+        return recall.read_all(self.inputs.tasks, self.inputs.data_dir)
 
     def check_inputs(self) -> None:
         self.records  # noqa: B018 - missing or malformed records are bad input before the model loads
@@ -33,7 +33,8 @@ class RecallDriver(Driver):
         spec = TASKS[task]
         settings = {"task_version": TASK_VERSION, "max_gen_toks": MAX_GEN, "until": "\n",
                     "cut": f"{length - ANSWER_RESERVE} tokens of the document, "
-                           + ("centred on the first answer" if spec.centred_on_answer else "from its start"),
+                           + (f"centred on the earliest of {', '.join(spec.answer_fields)}" if spec.centred_on_answer
+                              else "from its start"),
                     "dataset": spec.dataset, "reference": f"HazyResearch/prefix-linear-attention@{REFERENCE_COMMIT}"}
         data_key = {"records": stable_hash(self.records[task]), "tokenizer": tokenizer_fingerprint(model.tokenizer)}
         return settings, data_key

@@ -1,7 +1,8 @@
-"""The recall table, laid out as Gated DeltaNet's Table 4: SWDE, SQuAD and FDA (lm-eval's own tasks, run by the lm
-suite) beside in-context TriviaQA, NQ and DROP (this suite, per length), and their average where a model has all
-six. At 2K alone (the length GDN reports, whose rows --reference adds under the same names): the plain column names;
-otherwise each length's TQA / NQ / Drop and average carry it."""
+"""The recall table, laid out as Gated DeltaNet's Table 4: SWDE, SQuAD, FDA, in-context TriviaQA, NQ and DROP (this
+suite, each document cut to the length), and their average where a model has all six. A model with no SWDE, SQuAD or
+FDA of this suite at a length shows the lm suite's (lm-eval's own swde, squad_completion and fda, whose documents are
+not cut) in those columns, marked "(lm)" in its label. At 2K alone (the length GDN reports, whose rows --reference
+adds under the same names): the plain column names; otherwise each length's columns carry it."""
 
 from __future__ import annotations
 
@@ -11,30 +12,44 @@ from ccq_eval.report.entries import table
 from ccq_eval.report.reference import reference_rows
 from ccq_eval.report.table import Table
 from ccq_eval.suites.base import format_length
+from ccq_eval.suites.recall.tasks import TASKS
 
-LM_COLUMNS = {"SWDE": "swde", "SQD": "squad_completion", "FDA": "fda"}  # the lm suite's tasks, "contains"
-RECALL_COLUMNS = {"TQA": "recall_triviaqa", "NQ": "recall_nq", "Drop": "recall_drop"}
+COLUMNS = {spec.column: task for task, spec in TASKS.items()}  # SWDE, SQD, FDA, TQA, NQ, Drop
+LM_TASKS = {"SWDE": "swde", "SQD": "squad_completion", "FDA": "fda"}  # the lm suite's, read whole
 REPORTED_LENGTH = 2048  # Table 4: "input truncated to 2K tokens"
+
+
+def _values(rows: pd.DataFrame, suite: str, task: str) -> pd.Series:
+    return rows[(rows.suite == suite) & (rows.task == task)].drop_duplicates("label", keep="last").set_index("label").value
 
 
 def recall_cells(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame()
-    rows = frame[(frame.metric == "contains") & (((frame.suite == "lm") & frame.task.isin(LM_COLUMNS.values()))
-                                                 | ((frame.suite == "recall") & frame.task.isin(RECALL_COLUMNS.values())))]
-    if rows.empty or not (rows.suite == "recall").any():
+    rows = frame[(frame.metric == "contains") & (((frame.suite == "lm") & frame.task.isin(LM_TASKS.values()))
+                                                 | ((frame.suite == "recall") & frame.task.isin(COLUMNS.values())))]
+    recall = rows[rows.suite == "recall"]
+    if recall.empty:
         return pd.DataFrame()
-    out = pd.DataFrame(index=sorted(rows.label.unique()))
-    for column, task in LM_COLUMNS.items():
-        out[column] = rows[(rows.suite == "lm") & (rows.task == task)].set_index("label").value
-    lengths = sorted(set(rows[rows.suite == "recall"].context_length))
-    for length in lengths:
-        suffix = "" if lengths == [REPORTED_LENGTH] else f" {format_length(length)}"
-        at = rows[(rows.suite == "recall") & (rows.context_length == length)]
-        for column, task in RECALL_COLUMNS.items():
-            out[column + suffix] = at[at.task == task].set_index("label").value
-        six = list(LM_COLUMNS) + [c + suffix for c in RECALL_COLUMNS]
-        out["Avg" + suffix] = out[six].mean(axis=1, skipna=False)  # only where a model has all six
+    lengths = sorted(set(recall.context_length))
+    cells = {}
+    for label in sorted(rows.label.unique()):
+        for length in lengths:
+            at = recall[(recall.label == label) & (recall.context_length == length)]
+            own = {task for task in at.task}
+            borrowed = [c for c, task in LM_TASKS.items() if COLUMNS[c] not in own and label in set(
+                rows[(rows.suite == "lm") & (rows.task == task)].label)]
+            shown = label + (" (lm)" if borrowed else "")  # SWDE / SQD / FDA from lm-eval's own, uncut tasks
+            row = cells.setdefault(shown, {})
+            suffix = "" if lengths == [REPORTED_LENGTH] else f" {format_length(length)}"
+            for column, task in COLUMNS.items():
+                value = _values(at, "recall", task).get(label)
+                if value is None and column in borrowed:
+                    value = _values(rows, "lm", LM_TASKS[column]).get(label)
+                row[column + suffix] = value
+            six = [row[c + suffix] for c in COLUMNS]
+            row["Avg" + suffix] = None if any(v is None for v in six) else sum(six) / len(six)  # all six, or none
+    out = pd.DataFrame.from_dict(cells, orient="index").astype(float)
     out.index.name = "label"
     return out
 
@@ -42,6 +57,6 @@ def recall_cells(frame: pd.DataFrame) -> pd.DataFrame:
 @table("recall", about="SWDE, SQuAD, FDA, TriviaQA, NQ, DROP (contains, %) and their average, as GDN's Table 4")
 def recall_table(results, options) -> Table:
     return Table(values=recall_cells(results.metrics), digits=1,
-                 caption=r"In-context recall (contains, \%): SWDE, SQuAD and FDA from the lm suite; TriviaQA, NQ and "
-                         r"DROP with each document cut to the length; Avg over the six",
+                 caption=r"In-context recall (contains, \%), each document cut to the length; (lm): SWDE, SQuAD and "
+                         r"FDA from lm-eval's own tasks, documents whole; Avg over the six",
                  reference=reference_rows("recall") if options.reference else pd.DataFrame())

@@ -29,7 +29,7 @@ def tokenizer(name: str):
 
 
 def test_the_fixture_records_the_reference_commit():
-    assert FIXTURE["reference_commit"].startswith("7490f22") and len(FIXTURE["prompts"]) == 18
+    assert FIXTURE["reference_commit"].startswith("7490f22") and len(FIXTURE["prompts"]) == 36
 
 
 @pytest.mark.parametrize("case", sorted(FIXTURE["prompts"]))
@@ -57,3 +57,21 @@ def test_the_fixture_covers_the_rules_that_shape_a_prompt():
     assert drop[1]["prompt"].lower().count("name the two words") == 1
     tqa = data.build("recall_triviaqa", data.read_records("recall_triviaqa", RECORDS), bpe, 128, None)
     assert not any(marker in d["prompt"] for d in tqa for marker in ("[PAR]", "[DOC]", "[TLE]"))
+
+
+def test_the_fixture_covers_the_extraction_tasks_rules():
+    """SWDE, FDA, SQuAD: the window centres on the key where it comes before the value, on the document's end where
+    neither occurs; a one-character value is left out; SWDE's summary never reaches the prompt; FDA's trailing key is
+    removed case-insensitively while it repeats; each prompt ends with the key asked, capitalised."""
+    bpe = tokenizer("bpe")
+    records = data.read_records("recall_swde", RECORDS)
+    swde = data.build("recall_swde", records, bpe, 128, None)
+    assert [d["record"] for d in swde] == [0, 1, 2, 3, 4] and not any("Summary of" in d["prompt"] for d in swde)
+    assert [d["answer_in_window"] for d in swde] == [True, True, True, False, True]
+    assert all(d["prompt"].endswith(" " + r["key"].capitalize() + ":") for d, r in zip(swde, records))
+    key_first = records[0]["text"].lower().index(records[0]["key"]) < records[0]["text"].lower().index(records[0]["value"])
+    assert key_first and records[0]["key"] in swde[0]["prompt"].lower()
+    fda = data.build("recall_fda", data.read_records("recall_fda", RECORDS), bpe, 256, None)
+    assert fda[2]["prompt"].endswith("do not. . Wildly:")  # the reference's full stop after a stripped key
+    squad = data.build("recall_squad", data.read_records("recall_squad", RECORDS), bpe, 128, None)
+    assert len(squad) == 5 and squad[3]["kept_tokens"] < 78  # no value found: centred on the end, past it
