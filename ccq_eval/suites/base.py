@@ -141,6 +141,10 @@ class Suite(ABC):
         with ``width`` characters each side, or None."""
         return None
 
+    def frozen_prompt(self, record: dict) -> str | None:
+        """The whole prompt of a frozen prompt record (what `ccq-eval view --prompts` embeds)."""
+        return record.get("input")
+
     def task_files(self) -> dict[str, str]:
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
         return {}

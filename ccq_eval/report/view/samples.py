@@ -88,7 +88,7 @@ def unit_entry(latest: LatestUnit, results, prompts: FrozenPrompts, whole_prompt
             record = records.get(sample.idx)
             context = suite.prompt_context(record, CONTEXT_CHARACTERS) if record is not None else None
             if context is not None and whole_prompts:
-                context = {**context, "prompt": record.get("input", record.get("prompt"))}  # recall's records: "prompt"
+                context = {**context, "prompt": suite.frozen_prompt(record)}
             contexts.append(context)
         if any(c is not None for c in contexts):
             entry["context"] = contexts

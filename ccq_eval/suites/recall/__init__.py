@@ -2,7 +2,7 @@
 defines them: the reference's hub records, each document cut to a fixed token budget in the model's tokenizer, its
 prompt, a short greedy answer up to the first newline, contains-match scoring. tasks.py (the table of tasks), cut.py
 (the cut), data.py (records, prompts frozen in the cache, `data fetch`), plugin.py (what tasks/recall calls),
-scoring.py, driver.py, context.py (what the report marks), tables.py (the six-task recall table). Importing this
+scoring.py, driver.py, context.py (the span the report marks), tables.py (the six-task recall table). Importing this
 module imports none of them."""
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ class RecallSuite(Suite):
         from ccq_eval.suites.recall.context import recall_context
 
         return recall_context(record, width)
+
+    def frozen_prompt(self, record):
+        return record.get("prompt")
 
     def fetchable(self):
         return tuple(self.short(t) for t in self.tasks)

@@ -3,21 +3,7 @@ holds it (the protocol scores a model on finding it there), else the question th
 
 from __future__ import annotations
 
-
-def span_context(prompt: str, span: tuple[int, int], width: int, label: str) -> dict:
-    """The viewer's context of ``prompt[start:end]``: {"label", "before", "needle", "after"}, ``width`` a side."""
-    start, end = span
-    return {"label": label, "before": prompt[max(0, start - width):start], "needle": prompt[start:end],
-            "after": prompt[end:end + width]}
-
-
-def answer_span(text: str, answers: list) -> tuple[int, int] | None:
-    """Where the earliest-listed answer first occurs in ``text``, case-insensitively (as contains-match reads it)."""
-    lowered = text.lower()
-    for answer in answers:
-        if isinstance(answer, str) and answer.strip() and (at := lowered.find(answer.strip().lower())) >= 0:
-            return at, at + len(answer.strip())
-    return None
+from ccq_eval.suites.prompt_context import answer_span, span_context
 
 
 def recall_context(record: dict, width: int) -> dict | None:

@@ -24,23 +24,16 @@ class RecallDataError(BadInput):
     """Recall records that are missing or malformed; the message names them and the fix."""
 
 
-def record_fields(task: str) -> tuple[str, ...]:
-    """The string fields a task's records need besides the target: its document and what it asks."""
-    spec = TASKS[task]
-    asked = (spec.question,) if spec.question else ("key",) if "key" in spec.answer_fields else ()
-    return (spec.document, *asked)
-
-
 def check_records(task: str, numbered, where: str) -> list[dict]:
     """A string document and question (SWDE, FDA: key), and a non-empty list of string answers (contains_score
     takes their max) or one string value."""
     spec, records = TASKS[task], []
     for number, record in numbered:
         at = f"{where}: line {number}"
-        for field in record_fields(task):
+        for field in spec.fields:
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise RecallDataError(f"{at}: {field!r} must be a string; expected the protocol's records "
-                                      f"({', '.join(record_fields(task))}, {spec.target})")
+                                      f"({', '.join(spec.fields)}, {spec.target})")
         target = record.get(spec.target)
         if spec.target == "value" and not isinstance(target, str):
             raise RecallDataError(f"{at}: 'value' must be a string")
@@ -66,7 +59,7 @@ def read_all(tasks, data_dir: str | None) -> dict[str, list[dict]]:
     paths = {task: local_path(task, data_dir) for task in tasks}
     if missing := [task for task, path in paths.items() if path is None]:
         keys = [TASKS[task].key for task in missing]
-        wanted = "; ".join(f"{TASKS[t].key}.jsonl ({', '.join((*record_fields(t), TASKS[t].target))})" for t in missing)
+        wanted = "; ".join(f"{TASKS[t].key}.jsonl ({', '.join((*TASKS[t].fields, TASKS[t].target))})" for t in missing)
         raise RecallDataError(local.not_found("recall records", keys, "recall", data_dir, wanted, FETCH_COMMAND))
     return {task: check_records(task, read_jsonl(path, RecallDataError, "recall file")[0],
                                 f"recall file {str(path)!r}") for task, path in paths.items()}

@@ -19,35 +19,30 @@ LM_TASKS = {"SWDE": "swde", "SQD": "squad_completion", "FDA": "fda"}  # the lm s
 REPORTED_LENGTH = 2048  # Table 4: "input truncated to 2K tokens"
 
 
-def _values(rows: pd.DataFrame, suite: str, task: str) -> pd.Series:
-    return rows[(rows.suite == suite) & (rows.task == task)].drop_duplicates("label", keep="last").set_index("label").value
-
-
 def recall_cells(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame()
-    rows = frame[(frame.metric == "contains") & (((frame.suite == "lm") & frame.task.isin(LM_TASKS.values()))
-                                                 | ((frame.suite == "recall") & frame.task.isin(COLUMNS.values())))]
-    recall = rows[rows.suite == "recall"]
+    rows = frame[frame.metric == "contains"]
+    recall = rows[(rows.suite == "recall") & rows.task.isin(COLUMNS.values())]
     if recall.empty:
         return pd.DataFrame()
+    own = recall.pivot_table(index=["label", "context_length"], columns="task", values="value", aggfunc="last")
+    lm = rows[(rows.suite == "lm") & rows.task.isin(LM_TASKS.values())].pivot_table(
+        index="label", columns="task", values="value", aggfunc="last")
     lengths = sorted(set(recall.context_length))
     cells = {}
-    for label in sorted(rows.label.unique()):
+    for label in sorted(set(recall.label) | set(lm.index)):
         for length in lengths:
-            at = recall[(recall.label == label) & (recall.context_length == length)]
-            own = {task for task in at.task}
-            borrowed = [c for c, task in LM_TASKS.items() if COLUMNS[c] not in own and label in set(
-                rows[(rows.suite == "lm") & (rows.task == task)].label)]
-            shown = label + (" (lm)" if borrowed else "")  # SWDE / SQD / FDA from lm-eval's own, uncut tasks
-            row = cells.setdefault(shown, {})
+            mine = own.loc[(label, length)] if (label, length) in own.index else pd.Series(dtype=float)
+            values = {c: mine.get(task) for c, task in COLUMNS.items()}
+            values = {c: None if pd.isna(v) else v for c, v in values.items()}
+            borrowed = {c: lm.loc[label, task] for c, task in LM_TASKS.items()
+                        if values[c] is None and label in lm.index and pd.notna(lm.loc[label].get(task))}
+            values.update(borrowed)  # SWDE / SQD / FDA from lm-eval's own, uncut tasks: the row says so
             suffix = "" if lengths == [REPORTED_LENGTH] else f" {format_length(length)}"
-            for column, task in COLUMNS.items():
-                value = _values(at, "recall", task).get(label)
-                if value is None and column in borrowed:
-                    value = _values(rows, "lm", LM_TASKS[column]).get(label)
-                row[column + suffix] = value
-            six = [row[c + suffix] for c in COLUMNS]
+            row = cells.setdefault(label + (" (lm)" if borrowed else ""), {})
+            row.update({c + suffix: v for c, v in values.items()})
+            six = list(values.values())
             row["Avg" + suffix] = None if any(v is None for v in six) else sum(six) / len(six)  # all six, or none
     out = pd.DataFrame.from_dict(cells, orient="index").astype(float)
     out.index.name = "label"

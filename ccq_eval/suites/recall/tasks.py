@@ -85,6 +85,12 @@ class RecallTask:
         value = record[self.target]
         return list(value) if isinstance(value, list) else [value]
 
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The string fields its records need besides the target: the document and what is asked (SWDE, FDA: key)."""
+        asked = self.question or ("key" if "key" in self.answer_fields else None)
+        return (self.document, asked) if asked else (self.document,)
+
     def asked(self, record: dict) -> str | None:
         """What the prompt ends by asking: the question, SWDE's and FDA's "Key:", or None (SQuAD's text holds it)."""
         if self.question:

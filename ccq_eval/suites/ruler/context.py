@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ccq_eval.suites.recall.context import answer_span, span_context
+from ccq_eval.suites.prompt_context import answer_span, span_context
 
 
 def task_context(record: dict, width: int) -> dict | None:

@@ -29,7 +29,7 @@ def sniah_1_example(rng: random.Random, characters: int) -> tuple[str, str]:
 
 def needle_context(record: dict, width: int) -> dict | None:
     """The needle's sentence of a frozen prompt record with ``width`` characters of haystack each side:
-    {"before", "needle", "after"}, or None when the prompt holds no needle for its key and value."""
+    {"label", "before", "needle", "after"}, or None when the prompt holds no needle for its key and value."""
     import re
 
     prompt, value = record.get("input"), (record.get("outputs") or [None])[0]
@@ -40,5 +40,6 @@ def needle_context(record: dict, width: int) -> dict | None:
     found = re.search(needle, prompt)
     if found is None:
         return None
-    start, end = found.span()
-    return {"before": prompt[max(0, start - width):start], "needle": prompt[start:end], "after": prompt[end:end + width]}
+    from ccq_eval.suites.prompt_context import span_context
+
+    return span_context(prompt, found.span(), width, "needle in context")

@@ -119,7 +119,7 @@ function samplesIndex(section) {
 
 function contextNode(context) {
   if (!context) return null;
-  return el("details", {class: "context"}, el("summary", {}, context.label || "needle in context"),
+  return el("details", {class: "context"}, el("summary", {}, context.label),
     el("p", {class: "prompt"}, "…", context.before, el("mark", {}, context.needle), context.after, "…"),
     context.prompt ? el("details", {}, el("summary", {}, "whole prompt"), el("p", {class: "prompt"}, context.prompt)) : null);
 }
