@@ -53,9 +53,11 @@ test-browser: $(STAMP)
 
 # pip install into a fresh environment that already holds the oldest versions pyproject.toml allows (and
 # transformers, pandas, huggingface-hub older than the lock's): nothing of it is replaced, and ccq-eval runs and
-# passes its tests there. Reaches the package registry (as make install does); about 6 minutes.
-test-install:
+# passes its tests there. Then `ccq-eval wheelhouse` onto a stand-in for a GPU node's image, installed with no
+# index and run offline. Reaches the package registry (as make install does); about 10 minutes.
+test-install: $(STAMP)
 	$(PYTHON) tests/install/check_install.py
+	$(PY) tests/install/check_wheelhouse.py
 
 demo: $(STAMP)
 	$(PY) -m ccq_eval.demo

@@ -21,6 +21,7 @@ One line per figure, `RESULT part=<part> <key>=<value> ...`, and the same record
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import json
 import statistics
 import sys
@@ -217,7 +218,7 @@ def bpe_tokenizer(folder: Path, vocab: int):
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<s>", "</s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train([str(ROOT / "ccq_eval" / "data" / "text" / "essays.txt")], trainer)
+    tokenizer.train([str(importlib.resources.files("ccq_eval.data") / "text" / "essays.txt")], trainer)
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
     wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>")
     wrapped.save_pretrained(folder)

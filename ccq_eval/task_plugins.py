@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import importlib.resources
-from pathlib import Path
+from ccq_eval.mapped_folders import mapped_folder
 
-TASKS_DIR = Path(str(importlib.resources.files("ccq_eval.tasks")))
+TASKS_DIR = mapped_folder("ccq_eval.tasks")
 
 
 def include_path() -> str:

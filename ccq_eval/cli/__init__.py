@@ -11,14 +11,14 @@ import argparse
 import sys
 
 from ccq_eval.cli import (curves, data, env, export, include_path, ingest, lm_eval, rescore, run, runs, tables,
-                          view, warmup, zoo)
+                          view, warmup, wheelhouse, zoo)
 from ccq_eval.cli.common import Parser
 from ccq_eval.errors import BadInput, StoreWriteFailure
 from ccq_eval.text import visible
 
 # in the order --help lists them
 COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, view, rescore, data, ingest, export, env, warmup,
-                                               zoo, lm_eval, include_path)}
+                                               wheelhouse, zoo, lm_eval, include_path)}
 
 DESCRIPTION = """run suites into a results store, render its tables and figures, move results in and out
 

@@ -10,9 +10,9 @@ REPORTED = " (reported)"
 def reported_cells(table: str) -> pd.DataFrame:
     """The reported numbers of a table as shipped (source, model, column, value), with each row's label
     ("model [source]") beside them; empty where the table has none."""
-    import importlib.resources
+    from ccq_eval.mapped_folders import mapped_folder
 
-    path = importlib.resources.files("ccq_eval.reference") / f"{table}.csv"
+    path = mapped_folder("ccq_eval.reference") / f"{table}.csv"
     if not path.is_file():
         return pd.DataFrame()
     ref = pd.read_csv(path)

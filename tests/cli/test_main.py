@@ -29,8 +29,8 @@ def help_of(command: str) -> str:
 def test_every_command_is_one_module_with_its_parser_and_handler():
     assert list(subparsers()) == list(COMMANDS)
     assert {m.__name__.rsplit(".", 1)[-1] for m in COMMANDS.values()} == {
-        "run", "runs", "tables", "curves", "view", "rescore", "data", "ingest", "export", "env", "warmup", "zoo", "lm_eval",
-        "include_path"}
+        "run", "runs", "tables", "curves", "view", "rescore", "data", "ingest", "export", "env", "warmup", "wheelhouse",
+        "zoo", "lm_eval", "include_path"}
     for name, module in COMMANDS.items():
         assert module.NAME == name and callable(module.add)
         assert callable(getattr(module, "handle", None) or getattr(module, "handle_raw", None)), name
@@ -74,4 +74,4 @@ def test_importing_the_cli_package_imports_every_command_and_no_heavy_library():
             "print(sorted(m for m in ('torch', 'fla', 'transformers', 'lm_eval', 'pandas', 'matplotlib') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]" and len(cli.COMMANDS) == 14
+    assert out.stdout.strip() == "[]" and len(cli.COMMANDS) == 15
