@@ -13,11 +13,14 @@ EXTENSIONS = {"csv": "csv", "latex": "tex", "md": "md"}
 
 
 def best_mask(values: pd.DataFrame, higher_is_better: bool | dict = True) -> pd.DataFrame:
-    """Best value per column; higher_is_better may be one flag or one per column."""
+    """Best value per column; higher_is_better may be one flag or one per column. A column where every row with a
+    value ties (all 0 %, say) has no best: nothing in it is bold."""
     direction = higher_is_better if isinstance(higher_is_better, dict) else {c: higher_is_better for c in values.columns}
     finite = values.apply(pd.to_numeric, errors="coerce").replace([float("inf"), float("-inf")], float("nan"))
     best = pd.Series({c: (finite[c].max() if direction.get(c, True) else finite[c].min()) for c in values.columns})
-    return finite.eq(best) & finite.notna()
+    mask = finite.eq(best) & finite.notna()
+    all_tied = (mask.sum() == finite.notna().sum()) & (finite.notna().sum() > 1)
+    return mask & ~all_tied
 
 
 def one_line(text) -> str:

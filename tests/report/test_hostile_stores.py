@@ -69,6 +69,19 @@ def test_an_infinite_value_is_never_the_bold_best():
     assert best_mask(values, higher_is_better=False).to_dict()["S1 1K"] == {"a": False, "b": False, "c": True}
 
 
+def test_a_column_where_every_row_ties_has_no_bold_best_and_a_partial_tie_bolds_the_tied():
+    import pandas as pd
+
+    from ccq_eval.report.formats import best_mask
+
+    values = pd.DataFrame({"all 0": [0.0, 0.0, 0.0], "two tie": [50.0, 50.0, 10.0], "one row": [None, 5.0, None]},
+                          index=["a", "b", "c"])
+    mask = best_mask(values).to_dict()
+    assert mask["all 0"] == {"a": False, "b": False, "c": False}
+    assert mask["two tie"] == {"a": True, "b": True, "c": False}
+    assert mask["one row"] == {"a": False, "b": True, "c": False}
+
+
 def test_intervals_of_counts_that_are_not_counts_are_missing_not_errors():
     import math
 
