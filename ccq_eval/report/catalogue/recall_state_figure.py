@@ -24,7 +24,7 @@ def recall_state_figure(results):
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.9, 4.2), constrained_layout=True,
-                             squeeze=False, sharey=True)
+                             squeeze=False, sharex=True, sharey=True)
     reported = reported_points()
     for ax, column in zip(axes[0], panels):
         _recall_panel(ax, points.dropna(subset=["state_bytes", column]), column)

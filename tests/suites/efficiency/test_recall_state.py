@@ -85,6 +85,8 @@ def test_the_figure_is_log_scaled_and_joins_ccq_to_its_backbone(store):
     (reported,) = [c for c in ax.collections if "(reported)" in c.get_label()]
     assert len(reported.get_offsets()) == 3  # Gated DeltaNet at 1K, 2K, 4K (S3 8K is not reported: no mean)
     assert all(math.isclose(x, GDN_1_3B_STATE / MIB, rel_tol=1e-9) for x, _ in reported.get_offsets())
+    panels = [axis for axis in fig.axes if axis.get_xlabel()]
+    assert len(panels) > 1 and all(axis.get_xlim() == ax.get_xlim() for axis in panels)  # one x axis to read across
 
 
 # the GDN paper's 1.3B Gated DeltaNet: 21 layers x (6 heads x d_k 256 x d_v 512 float32 states + the short
