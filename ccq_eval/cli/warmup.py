@@ -43,12 +43,12 @@ def handle(args) -> int:
 def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
     from ccq_eval.families import family_name
     from ccq_eval.models import load_model
-    from ccq_eval.run.kernel_warmup import compile_kernels, compiles_fla_kernels, said
+    from ccq_eval.run.kernel_warmup import compile_and_say, compiles_fla_kernels
 
     model, _, provenance = load_model(args.model, device=device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
     for length in lengths:
-        print(said(compile_kernels(model, length, args.batch_size), provenance), flush=True)
+        compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True))
     return 0

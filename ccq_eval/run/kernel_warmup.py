@@ -1,7 +1,7 @@
 """fla compiles and autotunes its Triton kernels on a GPU the first time a process meets a family, dtype and shape:
 minutes in which a run's first unit shows no progress. A run on CUDA does that once, before its first unit, at its
-longest length and its batch size (a prefill and a few cached decoding steps), and says so in one line with how long
-it took and what it added to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time (a job array's first
+longest length and its batch size (a prefill and a few cached decoding steps), says so before it starts, and after in
+one line with how long it took and what it added to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time (a job array's first
 job, a shared cache folder). No unit's time, and no timed figure, includes it."""
 
 from __future__ import annotations
@@ -63,22 +63,44 @@ def compile_kernels(model, length: int, batch: int) -> Compilation:
     return Compilation(time.perf_counter() - start, cache_files(folder) - before, length, batch, folder)
 
 
+def _what(gpu: str, family: str, dtype: str, length: int, batch: int) -> str:
+    return f"fla's kernels for {gpu}, {family}, {dtype} at {length} tokens x {batch}"
+
+
+def announce(gpu: str, family: str, dtype: str, length: int, batch: int, cache_dir: str) -> str:
+    """The line said before: the first use of a family, dtype and shape compiles for minutes, which would otherwise
+    look like a hang."""
+    return (f"warming up {_what(gpu, family, dtype, length, batch)} (the first use on a machine compiles them, "
+            f"minutes; cached in {cache_dir})")
+
+
 def describe(compilation: Compilation, gpu: str, family: str, dtype: str) -> str:
-    """The one line a run or `ccq-eval warmup` prints."""
-    what = f"fla's kernels for {gpu}, {family}, {dtype} at {compilation.length} tokens x {compilation.batch}"
+    """The line said after: what compiled, how long it took and where it went, or that it was compiled before."""
+    what = _what(gpu, family, dtype, compilation.length, compilation.batch)
     if compilation.new_cache_files:
         return (f"compiled {what}: {compilation.seconds:.0f} s, {compilation.new_cache_files} new files in "
                 f"{compilation.cache_dir} (later runs on this cache skip it)")
     return f"{what}: already compiled ({compilation.cache_dir}); warm-up {compilation.seconds:.1f} s"
 
 
-def said(compilation: Compilation, provenance: dict) -> str:
-    """The line for a model with this provenance (its device, family and dtype)."""
+def _names(provenance: dict) -> tuple[str, str, str]:
+    """(GPU, family, dtype) of a model with this provenance."""
     from ccq_eval.families import family_name
     from ccq_eval.machine import device_record
 
     gpu = device_record(provenance["device"]).get("name", provenance["device"])
-    return describe(compilation, gpu, family_name(provenance["config"]), provenance["dtype"])
+    return gpu, family_name(provenance["config"]), provenance["dtype"]
+
+
+def compile_and_say(model, provenance: dict, length: int, batch: int, out=print) -> Compilation:
+    """The kernels compiled at ``length`` x ``batch``, with a line before (the wait may be minutes) and one after."""
+    from ccq_eval.machine import triton_cache_dir
+
+    names = _names(provenance)
+    out(announce(*names, length, batch, triton_cache_dir()))
+    compilation = compile_kernels(model, length, batch)
+    out(describe(compilation, *names))
+    return compilation
 
 
 def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
@@ -86,7 +108,6 @@ def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
     compiles (the CPU backend, transformers' own models)."""
     if not compiles_fla_kernels(evaluand.provenance):
         return None
-    compilation = compile_kernels(evaluand.lm.model, length, batch)
-    if evaluand.lm.rank == 0:
-        out(said(compilation, evaluand.provenance))
-    return compilation
+    speaks = evaluand.lm.rank == 0  # one rank speaks for a data-parallel run
+    return compile_and_say(evaluand.lm.model, evaluand.provenance, length, batch,
+                           out=out if speaks else (lambda line: None))

@@ -1,5 +1,5 @@
 """run/kernel_warmup.py: on CUDA a run compiles fla's kernels once, before its first unit, at its longest length and
-batch size, says so in one line (compiled, or found compiled in Triton's cache) and records it; on the CPU (the torch
+batch size, says so before and after (compiled, or found compiled in Triton's cache) and records it; on the CPU (the torch
 backend) and for transformers' own models nothing compiles and nothing is said. `ccq-eval warmup` does it ahead."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ccq_eval.run import kernel_warmup
-from ccq_eval.run.kernel_warmup import Compilation, compiles_fla_kernels, describe
+from ccq_eval.run.kernel_warmup import Compilation, announce, compiles_fla_kernels, describe
 
 
 @pytest.mark.parametrize("device,model_type,expected", [
@@ -24,6 +24,9 @@ def test_the_line_says_what_compiled_how_long_and_where_or_that_it_was_compiled_
         "/scratch/triton (later runs on this cache skip it)")
     warm = Compilation(1.25, 0, 4096, 8, "/scratch/triton")
     assert describe(warm, "NVIDIA H200", "GLA", "bfloat16").endswith("already compiled (/scratch/triton); warm-up 1.2 s")
+    assert announce("NVIDIA H200", "GLA", "bfloat16", 4096, 8, "/scratch/triton") == (
+        "warming up fla's kernels for NVIDIA H200, GLA, bfloat16 at 4096 tokens x 8 (the first use on a machine "
+        "compiles them, minutes; cached in /scratch/triton)")
 
 
 @pytest.mark.parametrize("kind", ["gla", "ccq_gla", "gated_deltanet", "transformer"])
@@ -97,7 +100,8 @@ def test_a_run_on_cuda_compiles_before_its_first_unit_and_records_it(device, tmp
         assert exercised == [] and "compilation" not in versions and not any("fla's kernels" in line for line in lines)
         return
     assert exercised == [(32, 2)]  # the longest length, the run's batch size
-    assert lines[0].startswith("fla's kernels for Test GPU, GLA, float32 at 32 tokens x 2: already compiled")
+    assert lines[0].startswith("warming up fla's kernels for Test GPU, GLA, float32 at 32 tokens x 2 (the first use")
+    assert lines[1].startswith("fla's kernels for Test GPU, GLA, float32 at 32 tokens x 2: already compiled")
     assert versions["compilation"]["length"] == 32 and versions["compilation"]["batch"] == 2
     assert versions["machine"]["kernel_caches"]["triton_cache_dir"]
 
@@ -118,3 +122,25 @@ def test_warmup_on_cuda_without_a_gpu_is_one_line(capsys, monkeypatch):
     assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("ccq-eval: error: --device 'cuda': this torch sees no CUDA device") and "\n" not in err
+
+
+def test_warmup_on_cuda_says_before_and_after_each_length(capsys, monkeypatch, tmp_path):
+    import torch
+
+    import ccq_eval.models
+    from ccq_eval import machine
+    from ccq_eval.cli import main
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    provenance = {"device": "cuda", "dtype": "bfloat16", "config": {"model_type": "gla"}}
+    monkeypatch.setattr(ccq_eval.models, "load_model", lambda *a, **k: (object(), None, provenance))
+    monkeypatch.setattr(machine, "device_record", lambda d: {"name": "Test GPU"})
+    exercised = []
+    monkeypatch.setattr(kernel_warmup, "exercise", lambda model, length, batch, steps=4: exercised.append((length, batch)))
+    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda", "--lengths", "1k,2k", "--batch-size", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert exercised == [(1024, 4), (2048, 4)]
+    assert [line.split(" at ")[0] for line in lines] == ["warming up fla's kernels for Test GPU, GLA, bfloat16",
+                                                         "fla's kernels for Test GPU, GLA, bfloat16"] * 2
+    assert "2048 tokens x 4: already compiled" in lines[3]
