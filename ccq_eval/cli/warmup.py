@@ -4,8 +4,11 @@ every kernel compiled."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ccq_eval.cli.common import lengths_text, number
 from ccq_eval.errors import BadInput
+from ccq_eval.output_paths import check_output_folder
 
 NAME = "warmup"
 DEFAULT_LENGTHS = (1024, 2048, 4096, 8192)
@@ -22,6 +25,9 @@ def add(subparsers) -> None:
     warmup.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     warmup.add_argument("--dtype", help="float32, bfloat16 or float16 (default: bfloat16 on CUDA)")
     warmup.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (they can run code)")
+    warmup.add_argument("--fla-configs", metavar="DIR",
+                        help="also write the configs fla's autotuner chose into DIR (merged with what is there), for "
+                             "later jobs to load with FLA_CONFIG_DIR=DIR FLA_CACHE_MODE=fuzzy instead of autotuning")
 
 
 def handle(args) -> int:
@@ -30,6 +36,8 @@ def handle(args) -> int:
     from ccq_eval.suites.base import parse_lengths
 
     lengths = parse_lengths(args.lengths)
+    if args.fla_configs:
+        check_output_folder(Path(args.fla_configs), "--fla-configs")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     if not device.startswith("cuda"):
         print("nothing to compile on the CPU: ccq-eval's torch backend runs fla's families there (their Triton "
@@ -51,4 +59,10 @@ def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
         return 0
     for length in lengths:
         compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True))
+    if args.fla_configs:
+        from ccq_eval.run.tuned_configs import write_tuned_configs
+
+        kernels, shapes = write_tuned_configs(Path(args.fla_configs))
+        print(f"wrote the configs fla's autotuner chose for {kernels} kernels ({shapes} shapes) to {args.fla_configs}; "
+              f"later jobs: FLA_CONFIG_DIR={args.fla_configs} FLA_CACHE_MODE=fuzzy")
     return 0

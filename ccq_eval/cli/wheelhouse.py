@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ccq_eval.errors import BadInput
+from ccq_eval.output_paths import check_output_folder
 
 NAME = "wheelhouse"
 
@@ -25,6 +26,7 @@ def handle(args) -> int:
     from ccq_eval.wheelhouse import Target, build, parse_have, parse_target_python, plan, runtime_closure
 
     target = Target(python=parse_target_python(args.python).python, machine=args.machine)
+    check_output_folder(Path(args.out), "--out")
     have = parse_have(_read(args.have), f"--have {args.have}") if args.have else {}
     chosen = plan(runtime_closure(target), have)
     for name, reason in chosen.reasons.items():

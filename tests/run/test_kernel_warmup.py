@@ -138,9 +138,19 @@ def test_warmup_on_cuda_says_before_and_after_each_length(capsys, monkeypatch, t
     monkeypatch.setattr(machine, "device_record", lambda d: {"name": "Test GPU"})
     exercised = []
     monkeypatch.setattr(kernel_warmup, "exercise", lambda model, length, batch, steps=4: exercised.append((length, batch)))
-    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda", "--lengths", "1k,2k", "--batch-size", "4"]) == 0
+    configs = tmp_path / "fla-configs"
+    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda", "--lengths", "1k,2k", "--batch-size", "4",
+                 "--fla-configs", str(configs)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert exercised == [(1024, 4), (2048, 4)]
-    assert [line.split(" at ")[0] for line in lines] == ["warming up fla's kernels for Test GPU, GLA, bfloat16",
-                                                         "fla's kernels for Test GPU, GLA, bfloat16"] * 2
+    assert [line.split(" at ")[0] for line in lines[:4]] == ["warming up fla's kernels for Test GPU, GLA, bfloat16",
+                                                             "fla's kernels for Test GPU, GLA, bfloat16"] * 2
     assert "2048 tokens x 4: already compiled" in lines[3]
+    # nothing was tuned here (no kernel ran): the folder is made, empty, and the line says so
+    assert lines[4].startswith("wrote the configs fla's autotuner chose for 0 kernels (0 shapes) to ")
+    assert lines[4].endswith(f"later jobs: FLA_CONFIG_DIR={configs} FLA_CACHE_MODE=fuzzy") and configs.is_dir()
+    (tmp_path / "a-file").write_text("x")
+    assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda", "--fla-configs",
+                 str(tmp_path / "a-file" / "configs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ccq-eval: error: --fla-configs") and "is a file" in err and "\n" not in err
