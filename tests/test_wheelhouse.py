@@ -59,8 +59,10 @@ def _needed(name, installed, *requirements):
 
 def test_plan_carries_what_the_target_lacks_or_holds_too_old_and_keeps_its_torch():
     needed = {"ccq-eval": _needed("ccq-eval", "0.1.0"), "torch": _needed("torch", "2.13.0", "torch>=2.11"),
-              "pandas": _needed("pandas", "2.3.0", "pandas>=2.2.3"), "datasets": _needed("datasets", "5.2.0", "datasets>=5"),
-              "nltk": _needed("nltk", "3.10.4", "nltk>=3.10.4", "nltk>=3.9.1"), "numpy": _needed("numpy", "2.5.0", "numpy")}
+              "pandas": _needed("pandas", "2.3.0", "pandas>=2.2.3"),
+              "datasets": _needed("datasets", "5.2.0", "datasets>=5"),
+              "nltk": _needed("nltk", "3.10.4", "nltk>=3.10.4", "nltk>=3.9.1"),
+              "numpy": _needed("numpy", "2.5.0", "numpy")}
     chosen = plan(needed, {"torch": "2.1.0", "pandas": "2.2.3", "nltk": "3.9.1", "numpy": None, "ccq-eval": "0.0.1"})
     assert [package.name for package in chosen.carry] == ["ccq-eval", "datasets", "nltk"]
     assert chosen.kept == ["numpy", "pandas", "torch"]  # torch is the environment's whatever its version

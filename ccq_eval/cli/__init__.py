@@ -17,8 +17,8 @@ from ccq_eval.errors import BadInput, StoreWriteFailure
 from ccq_eval.text import visible
 
 # in the order --help lists them
-COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, view, rescore, data, ingest, export, env, warmup,
-                                               wheelhouse, zoo, lm_eval, include_path)}
+COMMANDS = {module.NAME: module for module in (run, runs, tables, curves, view, rescore, data, ingest, export, env,
+                                               warmup, wheelhouse, zoo, lm_eval, include_path)}
 
 DESCRIPTION = """run suites into a results store, render its tables and figures, move results in and out
 

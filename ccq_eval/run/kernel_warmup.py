@@ -1,8 +1,8 @@
 """fla compiles and autotunes its Triton kernels on a GPU the first time a process meets a family, dtype and shape:
 minutes in which a run's first unit shows no progress. A run on CUDA does that once, before its first unit, at its
 longest length and its batch size (a prefill and a few cached decoding steps), says so before it starts, and after in
-one line with how long it took and what it added to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time (a job array's first
-job, a shared cache folder). No unit's time, and no timed figure, includes it."""
+one line with how long it took and what it added to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time
+(a job array's first job, a shared cache folder). No unit's time, and no timed figure, includes it."""
 
 from __future__ import annotations
 
