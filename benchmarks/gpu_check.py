@@ -13,7 +13,9 @@ compilation included; `ccq-eval warmup` first makes a second run faster).
   ratio to its backbone; compilation cold (the first call at a shape) and warm (the second).
 - sniah: S-NIAH-1 at 4K through `ccq-eval run` on a 1.3B-shaped GLA with a 32K-vocabulary BPE tokenizer (trained
   here on the shipped essays, with its own BOS): seconds per sample (compilation apart) and the paper's S-NIAH
-  projected from it; beside it lm-eval's own RULER niah_single_1 through `ccq-eval lm-eval` on the same checkpoint.
+  projected from it; the paper's LongBench projected, at most, from the engine's prefill rate and step time on that
+  checkpoint at batch 1 and 8; beside them lm-eval's own RULER niah_single_1 through `ccq-eval lm-eval` on the same
+  checkpoint.
 
 One line per figure, `RESULT part=<part> <key>=<value> ...`, and the same records as JSON (--out).
 """
@@ -270,6 +272,31 @@ def _lm_eval_ruler(check: Check, folder: Path, length: int, samples: int) -> flo
     return wall
 
 
+def _longbench_projection(check: Check, folder: Path, length: int) -> None:
+    """The paper's LongBench (14 English tasks, every released sample) at most: each prompt at the suite's 16K budget
+    and each generation at its task's full budget, at the prefill rate and decoding step time the engine measures on
+    this checkpoint (``length``-token prompts; a linear-attention prefill costs the same per token at any length)."""
+    from ccq_eval.models import load_model
+    from ccq_eval.suites.efficiency.measure import measure_once
+    from ccq_eval.suites.longbench import SUITE
+    from ccq_eval.suites.longbench.tasks import RELEASED_SAMPLES, TASKS
+
+    model, tokenizer, _ = load_model(str(folder), device=check.device,
+                                     dtype="float32" if check.dry_run else "bfloat16")
+    budget, steps = SUITE.default_lengths[0], 4 if check.dry_run else 32
+    for batch in (1, 8):
+        ids = torch.randint(0, len(tokenizer), (batch, length), device=check.device)
+        measure_once(model, ids, steps)  # this batch's shapes compiled outside the timed run
+        run = measure_once(model, ids, steps)
+        per_token, per_step = run.prefill_s / (batch * length), run.decode_s / steps
+        seconds = sum(samples * ((budget - TASKS[key].max_gen) * per_token + TASKS[key].max_gen * per_step / batch)
+                      for key, samples in RELEASED_SAMPLES.items())
+        check.result("sniah", projection="paper LongBench, at most (every prompt at 16K, every budget generated)",
+                     batch=batch, prefill_tokens_per_s=1 / per_token, ms_per_step=1000 * per_step,
+                     samples=sum(RELEASED_SAMPLES.values()), projected_min=seconds / 60)
+    del model
+
+
 def part_sniah(check: Check) -> None:
     length, samples = (1024, 2) if check.dry_run else (4096, 32)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
@@ -281,6 +308,7 @@ def part_sniah(check: Check) -> None:
                     for L in SNIAH_PAPER["lengths"])  # prefill-bound: time grows with the length
         check.result("sniah", suite="ccq-eval S-NIAH-1", length=length, samples=samples, wall_s=wall,
                      unit_s=unit_s, s_per_sample=per_sample, paper_sniah_projected_min=paper / 60)
+        _longbench_projection(check, folder, length)
         try:
             ruler = _lm_eval_ruler(check, folder, length, samples)
             check.result("sniah", suite="lm-eval RULER niah_single_1", length=length, samples=samples, wall_s=ruler,

@@ -77,4 +77,12 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
     sniah = {r["suite"]: r for r in records if r["part"] == "sniah" and "suite" in r}
     assert sniah["ccq-eval S-NIAH-1"]["s_per_sample"] > 0 and sniah["ccq-eval S-NIAH-1"]["paper_sniah_projected_min"] > 0
     assert "wall_s" in sniah["lm-eval RULER niah_single_1"] or "not_run" in sniah["lm-eval RULER niah_single_1"]
+    from ccq_eval.suites.longbench.tasks import RELEASED_SAMPLES, TASKS
+
+    projections = {r["batch"]: r for r in records if r["part"] == "sniah" and "projection" in r}
+    assert set(projections) == {1, 8}
+    for batch, r in projections.items():  # at most: every prompt at 16K, every generation at its full budget
+        minutes = sum(n * ((16384 - TASKS[k].max_gen) / r["prefill_tokens_per_s"]
+                           + TASKS[k].max_gen * r["ms_per_step"] / 1000 / batch) for k, n in RELEASED_SAMPLES.items()) / 60
+        assert r["samples"] == 3350 and abs(r["projected_min"] - minutes) < 1e-6 * minutes
     assert {r["part"] for r in records if "part_seconds" in r} == {"kernels", "throughput", "sniah"}

@@ -19,7 +19,14 @@ def _forward(model, ids):
         return model(ids).logits
 
 
+def _forget_tuning():
+    """As a new process: no kernel tuned yet (earlier tests in this process tuned other families' kernels)."""
+    for autotuner in tuned_autotuners():
+        autotuner.cache.clear()
+
+
 def test_tuned_configs_are_written_read_by_fla_and_taken_instead_of_tuning(tmp_path, monkeypatch):
+    _forget_tuning()
     torch.manual_seed(0)
     model = tiny_model("gla", fuse_cross_entropy=False)
     ids = torch.randint(0, 256, (1, 70))
@@ -39,8 +46,7 @@ def test_tuned_configs_are_written_read_by_fla_and_taken_instead_of_tuning(tmp_p
             assert loaded == json.loads(json.dumps(config_record(config))), (autotuner.kernel_name, key)
 
     # a later run: nothing tuned in this process yet; tuning (pruning the candidates) is recorded
-    for autotuner in tuned:
-        autotuner.cache.clear()
+    _forget_tuning()
     pruned = []
     prune = triton_autotuner.Autotuner.prune_configs
     monkeypatch.setattr(triton_autotuner.Autotuner, "prune_configs",
@@ -51,13 +57,13 @@ def test_tuned_configs_are_written_read_by_fla_and_taken_instead_of_tuning(tmp_p
 
 
 def test_a_second_warm_up_merges_into_the_folder(tmp_path):
+    _forget_tuning()
     torch.manual_seed(0)
     model = tiny_model("gla", fuse_cross_entropy=False)
     _forward(model, torch.randint(0, 256, (1, 70)))
     write_tuned_configs(tmp_path)
     first = {p.name: set(json.loads(p.read_text())["autotune_entries"]) for p in tmp_path.iterdir()}
-    for autotuner in tuned_autotuners():
-        autotuner.cache.clear()
+    _forget_tuning()
     _forward(model, torch.randint(0, 256, (2, 200)))  # another batch and length: other tuning keys
     write_tuned_configs(tmp_path)
     second = {p.name: set(json.loads(p.read_text())["autotune_entries"]) for p in tmp_path.iterdir()}

@@ -77,6 +77,9 @@ TASKS: dict[str, LongBenchTask] = {t.key: t for t in (
     LongBenchTask("repobench-p", 64, "code_sim_score", False, _CODE + "{input}Next line of code:\n", version=1.1),
 )}
 
+# the released test sets' sizes (THUDM/LongBench LongBench/task.md, "#Sample"): what a full run scores per task
+RELEASED_SAMPLES = {key: {"multifieldqa_en": 150, "lcc": 500, "repobench-p": 500}.get(key, 200) for key in TASKS}
+
 
 def generation_yaml(task: LongBenchTask) -> str:
     """The task's generation settings in its YAML: pred.py's budget, greedy, samsum's newline stop."""
