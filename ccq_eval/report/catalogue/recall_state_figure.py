@@ -13,7 +13,8 @@ from ccq_eval.suites.base import format_length
 
 @figure("recall-state", about="retrieval accuracy against state MiB")
 def recall_state_figure(results):
-    """Each retrieval suite's mean accuracy against state MiB (log scale), a panel per suite, a point per model
+    """Each retrieval suite's mean accuracy against state MiB (log scale, one x axis for every panel), a panel per
+    suite (two a row), a point per model
     and length (labelled with the length; a model's seeds averaged), each CCQ model joined to its backbone at the
     same length by a thin line."""
     points = state_points(results)
@@ -23,17 +24,24 @@ def recall_state_figure(results):
     if not panels:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.9, 4.2), constrained_layout=True,
+    columns = min(2, len(panels))  # two panels a row: four side by side would be too small to read in a page
+    rows = -(-len(panels) // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.6 * columns + 1.9, 4.2 * rows), constrained_layout=True,
                              squeeze=False, sharex=True, sharey=True)
+    axes = list(grid.flat)
+    for spare in axes[len(panels):]:
+        fig.delaxes(spare)
     reported = reported_points()
-    for ax, column in zip(axes[0], panels):
+    for ax, column in zip(axes, panels):
         _recall_panel(ax, points.dropna(subset=["state_bytes", column]), column)
         if column in reported.columns:  # the reported rows, at their published configuration's state
             _reported_panel(ax, reported.dropna(subset=["state_bytes", column]), column)
-    axes[0][0].set_ylabel("retrieval accuracy (%, mean of tasks)")
-    handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels())}
+        ax.xaxis.set_tick_params(labelbottom=True)  # every panel keeps its scale readable
+    for row in grid:
+        row[0].set_ylabel("retrieval accuracy (%, mean of tasks)")
+    handles = {label: handle for ax in axes[:len(panels)] for handle, label in zip(*ax.get_legend_handles_labels())}
     # the legend beside the panels takes the width of its longest entry (up to 0.1 in a character at size 8)
-    fig.set_figwidth(4.6 * len(panels) + max(1.9, 0.6 + 0.1 * max(map(len, handles), default=0)))
+    fig.set_figwidth(4.6 * columns + max(1.9, 0.6 + 0.1 * max(map(len, handles), default=0)))
     fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=8, frameon=False,
                title="open: backbone · filled: CCQ\ngrey line: CCQ to its backbone", title_fontsize=7)
     return fig
