@@ -3,6 +3,7 @@ compilation included; `ccq-eval warmup` first makes a second run faster).
 
     python benchmarks/gpu_check.py [--part kernels|throughput|sniah|all] [--out gpu_check.json]
     python benchmarks/gpu_check.py --dry-run        (every part on the CPU at toy sizes: checks the script)
+    python benchmarks/gpu_check.py --part throughput --families gla,ccq-gla   (a cold part split over commands)
 
 - kernels: fla's CUDA kernels against ccq-eval's CPU backend in float64, for every zoo family, in float32 and
   bfloat16: argmax agreement and the largest relative logit error of a prefill, and cached decoding against the full
@@ -52,6 +53,11 @@ class Check:
     device: str
     dry_run: bool
     records: list = field(default_factory=list)
+    families: tuple = ()  # --families: only these (a zoo model's family is its name less "-tiny"); empty: all
+
+    def chosen(self, names) -> list[str]:
+        wanted = {name.replace("_", "-") for name in self.families}
+        return [n for n in names if not wanted or n.removesuffix("-tiny").replace("_", "-") in wanted]
 
     def result(self, part: str, **values) -> None:
         self.records.append({"part": part, **values})
@@ -97,7 +103,7 @@ def each_model(check: Check, part: str, names, measure) -> None:
 
 
 def part_kernels(check: Check) -> None:
-    each_model(check, "kernels", ZOO, lambda name: _kernels_of(check, name))
+    each_model(check, "kernels", check.chosen(ZOO), lambda name: _kernels_of(check, name))
 
 
 def _kernels_of(check: Check, name: str) -> None:
@@ -199,7 +205,8 @@ def part_throughput(check: Check) -> None:
     check.result("throughput", ceiling="bf16 matmul", tflops=flops / 1e12)
     check.result("throughput", ceiling="device copy", tb_per_s=bandwidth / 1e12)
     rates: dict = {}
-    each_model(check, "throughput", PAPER_FIVE, lambda name: _throughput_of(check, name, flops, bandwidth, rates))
+    each_model(check, "throughput", check.chosen(PAPER_FIVE),
+               lambda name: _throughput_of(check, name, flops, bandwidth, rates))
     for (name, batch), (prefill_rate, decode_rate) in rates.items():
         backbone = name.removeprefix("ccq_")
         if name != backbone and (backbone, batch) in rates:
@@ -325,16 +332,24 @@ def main(argv=None) -> int:
     parser.add_argument("--part", default="all", choices=(*PARTS, "all"))
     parser.add_argument("--out", help="also write the records as JSON here")
     parser.add_argument("--dry-run", action="store_true", help="every part on the CPU at toy sizes")
+    parser.add_argument("--families", default="",
+                        help="kernels and throughput for these only, comma-separated (gla, ccq-gla, gdn, ccq-gdn, "
+                             "transformer for the zoo; gla, ccq-gla, gated-deltanet, ccq-gated-deltanet, transformer "
+                             "at 1.3B): a cold part split over several commands")
     args = parser.parse_args(argv)
+    families = tuple(name for name in args.families.split(",") if name)
+    known = {n.removesuffix("-tiny").replace("_", "-") for n in (*ZOO, *PAPER_FIVE)}
+    if unknown := sorted({n.replace("_", "-") for n in families} - known):
+        parser.error(f"--families {','.join(unknown)}: not one of {', '.join(sorted(known))}")
     if args.dry_run:
         from ccq_eval.models.cpu_backend import install_cpu_backend
 
         install_cpu_backend()
-        check = Check("cpu", True)
+        check = Check("cpu", True, families=families)
     elif not torch.cuda.is_available():
         parser.error("no CUDA device; run on a GPU, or pass --dry-run to check the script on the CPU")
     else:
-        check = Check("cuda", False)
+        check = Check("cuda", False, families=families)
         print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
     for name in PARTS if args.part == "all" else (args.part,):
         seconds, _ = _timed(lambda: PARTS[name](check))

@@ -86,3 +86,17 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
                            + TASKS[k].max_gen * r["ms_per_step"] / 1000 / batch) for k, n in RELEASED_SAMPLES.items()) / 60
         assert r["samples"] == 3350 and abs(r["projected_min"] - minutes) < 1e-6 * minutes
     assert {r["part"] for r in records if "part_seconds" in r} == {"kernels", "throughput", "sniah"}
+
+
+def test_the_gpu_check_runs_the_families_asked_for_and_refuses_an_unknown_one(tmp_path):
+    out = tmp_path / "check.json"
+    script = str(ROOT / "benchmarks" / "gpu_check.py")
+    result = subprocess.run([sys.executable, script, "--dry-run", "--part", "throughput", "--families", "gla,ccq_gla",
+                             "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert {r["model"] for r in records if "mfu" in r} == {"gla", "ccq_gla"}
+    assert [r["batch"] for r in records if "prefill_ratio" in r] == [1, 2]  # CCQ-GLA against GLA, both measured
+    refused = subprocess.run([sys.executable, script, "--dry-run", "--families", "gla,mamba"], capture_output=True,
+                             text=True, timeout=120, cwd=tmp_path)
+    assert refused.returncode == 2 and "--families mamba: not one of" in refused.stderr
