@@ -350,7 +350,13 @@ def main(argv=None) -> int:
         parser.error("no CUDA device; run on a GPU, or pass --dry-run to check the script on the CPU")
     else:
         check = Check("cuda", False, families=families)
-        print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
+        import triton
+
+        from ccq_eval.machine import kernel_caches
+
+        caches = ", ".join(f"{k} {v}" for k, v in kernel_caches().items() if v)  # a warm cache makes every part faster
+        print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}; {caches}",
+              flush=True)
     for name in PARTS if args.part == "all" else (args.part,):
         seconds, _ = _timed(lambda: PARTS[name](check))
         check.result(name, part_seconds=seconds)
