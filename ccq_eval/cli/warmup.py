@@ -22,6 +22,9 @@ def add(subparsers) -> None:
                         help=f"the context lengths the runs will use (default {lengths_text(DEFAULT_LENGTHS)})")
     warmup.add_argument("--batch-size", type=number(int, 1, 4096, "a batch size"), default=1,
                         help="the runs' batch size (default 1)")
+    warmup.add_argument("--suite", default="sniah",
+                        help="the suite the runs will run (its calls are what compiles: the engine's generation, "
+                             "lm-eval's scoring forward or perplexity chunks; default sniah), or all")
     warmup.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     warmup.add_argument("--dtype", help="float32, bfloat16 or float16 (default: bfloat16 on CUDA)")
     warmup.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (they can run code)")
@@ -36,6 +39,7 @@ def handle(args) -> int:
     from ccq_eval.suites.base import parse_lengths
 
     lengths = parse_lengths(args.lengths)
+    drivers = _drivers(args.suite, lengths)
     if args.fla_configs:
         check_output_folder(Path(args.fla_configs), "--fla-configs")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
@@ -45,10 +49,19 @@ def handle(args) -> int:
         return 0
     if not torch.cuda.is_available():
         raise BadInput(f"--device {args.device!r}: this torch sees no CUDA device; use a GPU machine")
-    return _compile(args, device, lengths)
+    return _compile(args, device, lengths, drivers)
 
 
-def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
+def _drivers(name: str, lengths: tuple[int, ...]) -> list:
+    """The drivers of the suites a run of ``name`` would plan, with their defaults (their calls are what compiles)."""
+    from ccq_eval.suites import ALL_ORDER, get_suite
+    from ccq_eval.suites.driver import DriverInputs
+
+    suites = [get_suite(n) for n in (ALL_ORDER if name == "all" else (name,))]
+    return [suite.driver(DriverInputs(suite, suite.tasks, lengths, None, suite.parse_options({}))) for suite in suites]
+
+
+def _compile(args, device: str, lengths: tuple[int, ...], drivers: list) -> int:
     from ccq_eval.families import family_name
     from ccq_eval.models import load_model
     from ccq_eval.run.kernel_warmup import compile_and_say, compiles_fla_kernels
@@ -57,8 +70,11 @@ def _compile(args, device: str, lengths: tuple[int, ...]) -> int:
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
-    for length in lengths:
-        compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True))
+    calls = {(type(driver).exercise, driver.model_calls): driver for driver in drivers}.values()  # each way once
+    for driver in calls:
+        for length in sorted({min(length, driver.max_length()) for length in lengths}):
+            compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True),
+                            exercise=driver.exercise, calls=driver.model_calls)
     if args.fla_configs:
         from ccq_eval.run.tuned_configs import write_tuned_configs
 

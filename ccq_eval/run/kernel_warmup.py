@@ -1,16 +1,16 @@
-"""fla compiles and autotunes its Triton kernels on a GPU the first time a process meets a family, dtype and shape:
-minutes in which a run's first unit shows no progress. A run on CUDA does that once, before its first unit, at its
-longest length and its batch size (a prefill and a few cached decoding steps), says so before it starts, and after in
-one line with how long it took and what it added to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time
-(a job array's first job, a shared cache folder). No unit's time, and no timed figure, includes it."""
+"""fla compiles and autotunes its Triton kernels on a GPU the first time a process meets a family, dtype, shape and
+kernel variant: minutes in which a run's first unit shows no progress. A run on CUDA does that once, before its first
+unit: each of its suites' drivers calls the model as its units will (Driver.exercise: the engine's prefill and cached
+steps, lm-eval's scoring forward, perplexity chunks that continue a cache), at the longest length those suites use
+and the run's batch size. It says so before it starts, and after in one line with how long it took and what it added
+to Triton's on-disk cache; `ccq-eval warmup` does it ahead of time (a job array's first job, a shared cache folder).
+No unit's time, and no timed figure, includes it."""
 
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import asdict, dataclass
-
-DECODE_STEPS = 4  # the decoding kernels (fused recurrent, the short convolution's update) compile on the first step
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Compilation:
     length: int
     batch: int
     cache_dir: str
+    calls: str = "generation"  # what the model was called with (Driver.model_calls)
 
     def record(self) -> dict:
         return asdict(self)
@@ -38,45 +39,42 @@ def cache_files(folder: str) -> int:
     return sum(len(files) for _, _, files in os.walk(folder)) if os.path.isdir(folder) else 0
 
 
-def exercise(model, length: int, batch: int, steps: int = DECODE_STEPS) -> None:
-    """A prefill of ``batch`` x ``length`` tokens and ``steps`` cached decoding steps, through the generation engine's
-    own prefill and step (the efficiency suite's measurement): the kernels compiled are the ones the units call
-    (a packed prefill is fla's variable-length kernels, compiled apart from the fixed-length ones)."""
-    import torch
-
-    from ccq_eval.suites.efficiency.measure import measure_once
-
-    device = next(model.parameters()).device
-    vocab = model.config.vocab_size
-    ids = torch.randint(0, vocab, (batch, length), generator=torch.Generator().manual_seed(0)).to(device)
-    measure_once(model, ids, steps)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def compile_kernels(model, length: int, batch: int) -> Compilation:
+def compile_kernels(model, length: int, batch: int, exercise=None, calls: str = "generation") -> Compilation:
+    """``exercise(model, length, batch)`` (default: the generation engine's calls) timed, and the files it added to
+    Triton's cache counted."""
+    from ccq_eval.generation.exercise import prefill_and_decode
     from ccq_eval.machine import triton_cache_dir
 
     folder = triton_cache_dir()
     before, start = cache_files(folder), time.perf_counter()
-    exercise(model, length, batch)
-    return Compilation(time.perf_counter() - start, cache_files(folder) - before, length, batch, folder)
+    (exercise or prefill_and_decode)(model, length, batch)
+    _synchronize(model)
+    return Compilation(time.perf_counter() - start, cache_files(folder) - before, length, batch, folder, calls)
 
 
-def _what(gpu: str, family: str, dtype: str, length: int, batch: int) -> str:
-    return f"fla's kernels for {gpu}, {family}, {dtype} at {length} tokens x {batch}"
+def _synchronize(model) -> None:
+    import torch
+
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def announce(gpu: str, family: str, dtype: str, length: int, batch: int, cache_dir: str) -> str:
+def _what(gpu: str, family: str, dtype: str, length: int, batch: int, calls: str) -> str:
+    return f"fla's kernels for {gpu}, {family}, {dtype}, {calls} at {length} tokens x {batch}"
+
+
+def announce(gpu: str, family: str, dtype: str, length: int, batch: int, cache_dir: str,
+             calls: str = "generation") -> str:
     """The line said before: the first use of a family, dtype and shape compiles for minutes, which would otherwise
     look like a hang."""
-    return (f"warming up {_what(gpu, family, dtype, length, batch)} (the first use on a machine compiles them, "
-            f"minutes; cached in {cache_dir})")
+    return (f"warming up {_what(gpu, family, dtype, length, batch, calls)} (the first use on a machine compiles "
+            f"them, minutes; cached in {cache_dir})")
 
 
 def describe(compilation: Compilation, gpu: str, family: str, dtype: str) -> str:
     """The line said after: what compiled, how long it took and where it went, or that it was compiled before."""
-    what = _what(gpu, family, dtype, compilation.length, compilation.batch)
+    what = _what(gpu, family, dtype, compilation.length, compilation.batch, compilation.calls)
     if compilation.new_cache_files:
         return (f"compiled {what}: {compilation.seconds:.0f} s, {compilation.new_cache_files} new files in "
                 f"{compilation.cache_dir} (later runs on this cache skip it)")
@@ -92,22 +90,32 @@ def _names(provenance: dict) -> tuple[str, str, str]:
     return gpu, family_name(provenance["config"]), provenance["dtype"]
 
 
-def compile_and_say(model, provenance: dict, length: int, batch: int, out=print) -> Compilation:
-    """The kernels compiled at ``length`` x ``batch``, with a line before (the wait may be minutes) and one after."""
+def compile_and_say(model, provenance: dict, length: int, batch: int, out=print, exercise=None,
+                    calls: str = "generation") -> Compilation:
+    """The kernels compiled by ``exercise`` at ``length`` x ``batch``, with a line before (the wait may be minutes)
+    and one after."""
     from ccq_eval.machine import triton_cache_dir
 
     names = _names(provenance)
-    out(announce(*names, length, batch, triton_cache_dir()))
-    compilation = compile_kernels(model, length, batch)
+    out(announce(*names, length, batch, triton_cache_dir(), calls))
+    compilation = compile_kernels(model, length, batch, exercise, calls)
     out(describe(compilation, *names))
     return compilation
 
 
-def warm_up(evaluand, length: int, batch: int, out=print) -> Compilation | None:
-    """Compiles what a run on ``evaluand`` needs before its first unit, saying so through ``out``; None where nothing
-    compiles (the CPU backend, transformers' own models)."""
+def warm_up(evaluand, drivers: list[tuple[object, int]], batch: int, out=print) -> list[Compilation]:
+    """Before a run's first unit: each distinct way its suites' ``drivers`` call the model (Driver.exercise), at the
+    longest length given with a driver that calls it so, saying so through ``out``; nothing where nothing compiles
+    (the CPU backend, transformers' own models)."""
     if not compiles_fla_kernels(evaluand.provenance):
-        return None
+        return []
+    longest: dict[object, tuple[object, int]] = {}
+    for driver, length in drivers:
+        key = (type(driver).exercise, driver.model_calls)  # drivers that call the model the same way warm up once
+        if key not in longest or length > longest[key][1]:
+            longest[key] = (driver, length)
     speaks = evaluand.lm.rank == 0  # one rank speaks for a data-parallel run
-    return compile_and_say(evaluand.lm.model, evaluand.provenance, length, batch,
-                           out=out if speaks else (lambda line: None))
+    return [compile_and_say(evaluand.lm.model, evaluand.provenance, length, batch,
+                            out=out if speaks else (lambda line: None), exercise=driver.exercise,
+                            calls=driver.model_calls)
+            for driver, length in longest.values()]

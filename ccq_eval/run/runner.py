@@ -140,7 +140,7 @@ class Runner:
         self.request = request
         self.load = evaluand_loader
         self.out = out
-        self.compilation = None  # fla's kernels compiled before the first unit (on CUDA): run/kernel_warmup.py
+        self.compilations = []  # fla's kernels compiled before the first unit (on CUDA): run/kernel_warmup.py
 
     # --- planning (no writes) ---------------------------------------------------------------------
 
@@ -263,12 +263,13 @@ class Runner:
         return 1 if failed else 0
 
     def _warm_up(self) -> None:
-        """On CUDA, fla's kernels compiled and tuned at the run's longest length and batch size (run/kernel_warmup.py)."""
+        """On CUDA, fla's kernels compiled and tuned as each suite calls the model, at its longest length and the
+        run's batch size (run/kernel_warmup.py)."""
         from ccq_eval.run.kernel_warmup import warm_up
 
-        length = max(plan.driver.max_length() for plan in self.plans)
-        self.compilation = warm_up(self.evaluand, length, batch_size_of(self.evaluand.provenance, self.request),
-                                   self.out)
+        drivers = [(plan.driver, plan.driver.max_length()) for plan in self.plans]
+        self.compilations = warm_up(self.evaluand, drivers, batch_size_of(self.evaluand.provenance, self.request),
+                                    self.out)
 
     def _compute(self, run_id: str, units: list[Unit], results: list, received) -> None:
         for plan, task_units in self._task_groups(units):
@@ -333,8 +334,8 @@ class Runner:
         r = self.request
         record = machine.record(prov["device"], r.store, self.threads_chosen_by)  # what `ccq-eval env` prints
         versions = {**record.pop("versions"), "machine": record}
-        if self.compilation is not None:  # what compiling fla's kernels took, before the first unit
-            versions["compilation"] = self.compilation.record()
+        if self.compilations:  # what compiling fla's kernels took, before the first unit
+            versions["compilation"] = [compilation.record() for compilation in self.compilations]
         if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
             versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
         return {

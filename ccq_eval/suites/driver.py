@@ -53,6 +53,7 @@ class Driver:
 
     generated_fields: tuple[str, ...] = ()  # sample fields the generate stage writes (rescore keeps them as stored)
     generated_settings: tuple[str, ...] = ()  # unit settings the generate stage writes
+    model_calls = "generation"  # what exercise() calls, as the warm-up line names it
 
     def __init__(self, inputs: DriverInputs):
         self.inputs = inputs
@@ -63,6 +64,15 @@ class Driver:
     def max_length(self) -> int:
         """The longest context the model is asked to hold (its LM wrapper's budget)."""
         return max(self.inputs.lengths)
+
+    def exercise(self, model, length: int, batch: int) -> None:
+        """Calls ``model`` (the torch model) once as the units will, at ``length`` x ``batch``, untimed: a run on CUDA
+        does so before its first unit, so that fla compiles and tunes its kernels there and not inside a unit (Triton
+        compiles per kernel variant: a packed prefill, a forward without a cache and a chunk that continues one are
+        different variants). Default: the generation engine's prefill and a few cached decoding steps."""
+        from ccq_eval.generation.exercise import prefill_and_decode
+
+        prefill_and_decode(model, length, batch)
 
     def check_with_tokenizer(self, tokenizer) -> None:
         """What needs the model's tokenizer (a length its prompts cannot fit), before anything is written."""

@@ -24,8 +24,15 @@ class LmDriver(Driver):
             raise LmDataError(f"zero-shot datasets not available offline: {names}; run `{FETCH_COMMAND}` on a machine "
                               "with network access, or put <task>.jsonl in --data-dir DIR/lm/")
 
+    model_calls = "log-likelihoods"
+
     def max_length(self) -> int:
         return WINDOW
+
+    def exercise(self, model, length: int, batch: int) -> None:
+        from ccq_eval.generation.exercise import forward_without_cache
+
+        forward_without_cache(model, length, batch)  # lm-eval scores a batch in one forward
 
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         local = local_file(task, self.inputs.data_dir)

@@ -33,6 +33,20 @@ class LongpplDriver(Driver):
     def l_max(self) -> int:
         return self.max_length()
 
+    @property
+    def model_calls(self) -> str:
+        return "perplexity chunks with the cache" if self.engine == "one-pass" else "log-likelihoods"
+
+    def exercise(self, model, length: int, batch: int) -> None:
+        """One-pass: a sequence in chunks, the second continuing the first's cache (sequence_nll); lm-eval: its HF
+        model's forward without a cache over a batch of windows."""
+        from ccq_eval.generation.exercise import forward_without_cache, random_prompts
+
+        if self.engine == "one-pass":
+            sequence_nll(model, random_prompts(model, min(length, 2 * CHUNK) + 1, 1)[0], CHUNK)
+        else:
+            forward_without_cache(model, length, batch)
+
     def check_inputs(self) -> None:
         inputs = self.inputs
         longppl.check_available([self.corpus(t) for t in inputs.tasks], inputs.data_dir)
