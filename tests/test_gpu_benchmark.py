@@ -76,6 +76,7 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
     assert len([r for r in records if "prefill_ratio" in r]) == 4  # two CCQ families x two batch sizes
     sniah = {r["suite"]: r for r in records if r["part"] == "sniah" and "suite" in r}
     assert sniah["ccq-eval S-NIAH-1"]["s_per_sample"] > 0 and sniah["ccq-eval S-NIAH-1"]["paper_sniah_projected_min"] > 0
+    assert sniah["ccq-eval S-NIAH-1"]["warm_up_s"] == 0  # nothing compiles on the CPU; on CUDA the run's warm-up
     assert "wall_s" in sniah["lm-eval RULER niah_single_1"] or "not_run" in sniah["lm-eval RULER niah_single_1"]
     from ccq_eval.suites.longbench.tasks import RELEASED_SAMPLES, TASKS
 
