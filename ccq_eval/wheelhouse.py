@@ -120,7 +120,7 @@ def parse_have(text: str, source: str = "--have") -> dict[str, str | None]:
     have: dict[str, str | None] = {}
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith(("#", "Package ", "---")):
+        if not line or line.startswith(("#", "Package ", "---", "-e ")):  # an editable install has no version to check
             continue
         for entry in (line.split(",") if "," in line and "==" not in line else [line]):
             entry = entry.strip().rstrip(".")

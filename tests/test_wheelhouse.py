@@ -46,7 +46,7 @@ def test_the_target_s_python_decides_markers():
 
 def test_have_reads_freeze_output_pip_list_columns_and_bare_names():
     have = parse_have("Package    Version\n---------- -------\nNumPy      2.5.2\ntorch==2.11.0+cu130\n"
-                      "ccq-eval @ file:///x\n# note\njax, jaxlib, typing_extensions.\n")
+                      "ccq-eval @ file:///x\n# note\njax, jaxlib, typing_extensions.\n-e /home/me/lm-eval\n")
     assert have == {"numpy": "2.5.2", "torch": "2.11.0+cu130", "ccq-eval": None, "jax": None, "jaxlib": None,
                     "typing-extensions": None}
     with pytest.raises(BadInput, match="--have"):
