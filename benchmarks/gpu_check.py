@@ -1,5 +1,6 @@
-"""The GPU check: ccq-eval validated on one GPU in one command, part by part (each under 8 minutes on a cold H200,
-compilation included; `ccq-eval warmup` first makes a second run faster).
+"""The GPU check: ccq-eval validated on one GPU in one command, part by part (each meant to take under 8 minutes on a
+cold H200, compilation included, which no GPU has timed yet; `--families` cuts a part smaller; `ccq-eval warmup`
+first makes a second run faster).
 
     python benchmarks/gpu_check.py [--part kernels|throughput|sniah|all] [--out gpu_check.json]
     python benchmarks/gpu_check.py --dry-run        (every part on the CPU at toy sizes: checks the script)
