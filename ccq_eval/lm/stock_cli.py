@@ -26,8 +26,10 @@ def register_families() -> None:
     from ccq_eval.models.cpu_backend import install_cpu_backend
     from ccq_eval.models.generate_cache import install_generate_cache_names
     from ccq_eval.models.kv_cache import install_growing_kv_cache
+    from ccq_eval.punkt_model import offer_to_nltk
 
     register_ccq_models()
+    offer_to_nltk()  # some of lm-eval's own tasks would otherwise ask the network for NLTK's punkt_tab on import
     install_generate_cache_names()  # lm-eval decodes through generate(): fla's models keep their history there
     install_cpu_backend()  # dispatches on the tensors' device: CUDA tensors still reach fla's kernels
     install_growing_kv_cache()

@@ -9,7 +9,8 @@ import nltk
 import pytest
 
 from ccq_eval.data import SHIPPED_ESSAYS
-from ccq_eval.suites.sniah.sentences import split_sentences, write_punkt_tab
+from ccq_eval.punkt_model import offer_to_nltk, write_punkt_tab
+from ccq_eval.suites.sniah.sentences import split_sentences
 
 # (bytes, lines) of tokenizers/punkt_tab/english/* in NLTK's punkt_tab.zip
 NLTK_PUNKT_TAB_ENGLISH = {
@@ -75,3 +76,20 @@ def test_the_splitter_is_part_of_the_essay_tasks_data_identity():
     essay = dataset_key("sniah_2", "tok", 1024, 2, 0, load_haystack())
     assert essay["sentences"] == "nltk-punkt/punkt_tab:english"
     assert "sentences" not in dataset_key("sniah_1", "tok", 1024, 2, 0, None)  # no sentences in a repeated filler
+
+
+def test_nltk_finds_the_model_without_a_download_where_it_has_none(tmp_path, monkeypatch):
+    """lm-eval's RULER module asks NLTK to download punkt_tab on import; offered, NLTK finds it and never asks."""
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "empty")])
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(LookupError):
+        nltk.data.find("tokenizers/punkt_tab/english/")
+    offer_to_nltk()
+    assert nltk.data.path == [str(tmp_path / "empty"), str(tmp_path / "cache" / "nltk_data")]
+    monkeypatch.setattr(nltk, "download", lambda *a, **k: pytest.fail("NLTK was asked to download"))
+    from lm_eval.tasks.ruler import prepare_niah
+
+    prepare_niah.download_nltk_resources()
+    assert nltk.tokenize.sent_tokenize(ESSAY_WITH_ABBREVIATIONS) == split_sentences(ESSAY_WITH_ABBREVIATIONS)
+    offer_to_nltk()  # found now: nothing added twice
+    assert len(nltk.data.path) == 2
