@@ -49,6 +49,11 @@ PAPER_FIVE = ("gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "transfo
 SNIAH_PAPER = {"samples": 500, "tasks": 3, "lengths": (1024, 2048, 4096, 8192)}  # the paper's S-NIAH protocol
 
 
+def family_of(name: str) -> str:
+    """--families' spelling of a model: a zoo model's name less "-tiny", with dashes ("ccq_gla" -> "ccq-gla")."""
+    return name.removesuffix("-tiny").replace("_", "-")
+
+
 @dataclass
 class Check:
     device: str
@@ -57,8 +62,8 @@ class Check:
     families: tuple = ()  # --families: only these (a zoo model's family is its name less "-tiny"); empty: all
 
     def chosen(self, names) -> list[str]:
-        wanted = {name.replace("_", "-") for name in self.families}
-        return [n for n in names if not wanted or n.removesuffix("-tiny").replace("_", "-") in wanted]
+        wanted = {family_of(name) for name in self.families}
+        return [n for n in names if not wanted or family_of(n) in wanted]
 
     def result(self, part: str, **values) -> None:
         self.records.append({"part": part, **values})
@@ -342,8 +347,8 @@ def main(argv=None) -> int:
                              "at 1.3B): a cold part split over several commands")
     args = parser.parse_args(argv)
     families = tuple(name for name in args.families.split(",") if name)
-    known = {n.removesuffix("-tiny").replace("_", "-") for n in (*ZOO, *PAPER_FIVE)}
-    if unknown := sorted({n.replace("_", "-") for n in families} - known):
+    known = {family_of(n) for n in (*ZOO, *PAPER_FIVE)}
+    if unknown := sorted({family_of(n) for n in families} - known):
         parser.error(f"--families {','.join(unknown)}: not one of {', '.join(sorted(known))}")
     if args.dry_run:
         from ccq_eval.models.cpu_backend import install_cpu_backend

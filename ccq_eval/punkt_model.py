@@ -25,9 +25,10 @@ def english_parameters():
 def write_punkt_tab(nltk_data: Path) -> Path:
     """The model as NLTK's own ``tokenizers/punkt_tab/english`` files under ``nltk_data`` (one record a line,
     sorted), for NLTK's loader (``nltk.data.path``) and for comparing with NLTK's published files."""
+    from ccq_eval.data.cache import atomic_write
+
     params = english_parameters()
     folder = Path(nltk_data) / "tokenizers" / "punkt_tab" / "english"
-    folder.mkdir(parents=True, exist_ok=True)
     tables = {
         "abbrev_types.txt": sorted(params.abbrev_types),
         "sent_starters.txt": sorted(params.sent_starters),
@@ -35,7 +36,7 @@ def write_punkt_tab(nltk_data: Path) -> Path:
         "ortho_context.tab": sorted(f"{word}\t{flags}" for word, flags in params.ortho_context.items()),
     }
     for name, lines in tables.items():
-        (folder / name).write_text("\n".join(lines), encoding="utf-8")  # NLTK's files end without a newline
+        atomic_write(folder / name, "\n".join(lines))  # NLTK's files end without a newline
     return folder
 
 

@@ -64,14 +64,13 @@ def _drivers(name: str, lengths: tuple[int, ...]) -> list:
 def _compile(args, device: str, lengths: tuple[int, ...], drivers: list) -> int:
     from ccq_eval.families import family_name
     from ccq_eval.models import load_model
-    from ccq_eval.run.kernel_warmup import compile_and_say, compiles_fla_kernels
+    from ccq_eval.run.kernel_warmup import call_key, compile_and_say, compiles_fla_kernels
 
     model, _, provenance = load_model(args.model, device=device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
-    calls = {(type(driver).exercise, driver.model_calls): driver for driver in drivers}.values()  # each way once
-    for driver in calls:
+    for driver in {call_key(driver): driver for driver in drivers}.values():  # each way of calling the model once
         for length in sorted({min(length, driver.max_length()) for length in lengths}):
             compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True),
                             exercise=driver.exercise, calls=driver.model_calls)

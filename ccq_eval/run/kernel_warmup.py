@@ -103,6 +103,11 @@ def compile_and_say(model, provenance: dict, length: int, batch: int, out=print,
     return compilation
 
 
+def call_key(driver) -> tuple:
+    """Drivers with the same key call the model the same way: one warm-up serves them all."""
+    return type(driver).exercise, driver.model_calls
+
+
 def warm_up(evaluand, drivers: list[tuple[object, int]], batch: int, out=print) -> list[Compilation]:
     """Before a run's first unit: each distinct way its suites' ``drivers`` call the model (Driver.exercise), at the
     longest length given with a driver that calls it so, saying so through ``out``; nothing where nothing compiles
@@ -111,7 +116,7 @@ def warm_up(evaluand, drivers: list[tuple[object, int]], batch: int, out=print) 
         return []
     longest: dict[object, tuple[object, int]] = {}
     for driver, length in drivers:
-        key = (type(driver).exercise, driver.model_calls)  # drivers that call the model the same way warm up once
+        key = call_key(driver)
         if key not in longest or length > longest[key][1]:
             longest[key] = (driver, length)
     speaks = evaluand.lm.rank == 0  # one rank speaks for a data-parallel run

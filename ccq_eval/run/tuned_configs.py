@@ -12,9 +12,7 @@ from what the warm-up tuned.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -59,6 +57,8 @@ def write_tuned_configs(folder: Path) -> tuple[int, int]:
     wrote there before; each file replaced whole). Returns (kernels, tuned shapes) written."""
     import triton
 
+    from ccq_eval.data.cache import atomic_write
+
     folder.mkdir(parents=True, exist_ok=True)
     kernels = entries_by_kernel(tuned_autotuners())
     for kernel, entries in kernels.items():
@@ -66,10 +66,7 @@ def write_tuned_configs(folder: Path) -> tuple[int, int]:
         known = _entries_in(path) if path.is_file() else {}
         record = {"kernel_name": kernel, "triton_version": triton.__version__,
                   "autotune_entries": {**known, **entries}}
-        handle, scratch = tempfile.mkstemp(prefix=f".{kernel}-", dir=folder)
-        with os.fdopen(handle, "w") as out:
-            json.dump(record, out, indent=1, sort_keys=True)
-        os.replace(scratch, path)
+        atomic_write(path, json.dumps(record, indent=1, sort_keys=True))
     return len(kernels), sum(len(entries) for entries in kernels.values())
 
 
