@@ -107,11 +107,12 @@ class _Run:
 
 
 class _StaticRun(_Run):
-    """The same queue through ``batch_size`` fixed slots (static_rows.py): a finished row frees its slot, a new
+    """The same queue through ``batch_size`` fixed slots (fewer where fewer requests are given; static_rows.py): a finished row frees its slot, a new
     prompt's state is copied into it, and every step runs the full width, as a CUDA graph where one was captured."""
 
     def __init__(self, layout, tokenizer, requests: list[Request], batch_size: int, capture: bool):
         super().__init__(layout, tokenizer, requests, batch_size)
+        self.batch_size = max(1, min(self.batch_size, len(requests)))  # no slot that no request can ever fill
         self.capture, self.rows, self.slots = capture, None, [None] * self.batch_size  # slot -> request
 
     def admit(self) -> None:

@@ -7,17 +7,22 @@ buffers and writes the new states back into them (fla's layers return new tensor
 on CUDA the whole step, copies included, is captured once as a CUDA graph and replayed.
 
 The capture checks itself where it runs: the first replay is compared with the same step run eagerly from the same
-state; a capture that fails, or a replay that differs, falls back to eager steps and says why, once per model. On any
-other device the same buffers are stepped eagerly (what the CPU tests check against the reference)."""
+state. A capture that fails (at entry, inside any layer, or in the check's replay) or a replay that differs falls back
+to eager steps, says why once per model (the error that broke the capture, not the one ``torch.cuda.graph`` raises
+over it), and first puts every layer's state back into the buffers, as it was before the step: fla's layers fill the
+cache's state dicts in place, so a forward cut short leaves earlier layers bound to tensors the capture allocated and
+never computed. ``decoding_graph`` tells how the latest decoding ran. On any other device the same buffers are
+stepped eagerly (what the CPU tests check against the reference)."""
 
 from __future__ import annotations
 
 import warnings
 import torch
 
-from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, rebuild
+from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, leaves, rebuild
 
 _WARNED: set[str] = set()
+_OUTCOMES: dict[str, str] = {}  # model class -> how its latest fixed-slot decoding ran (``decoding_graph``)
 # a replay that parts from the eager step by more than this (relative to the largest value) is wrong, not rounding
 REPLAY_TOLERANCE = 1e-3
 
@@ -29,6 +34,21 @@ def _say_once(model, why: str) -> None:
         warnings.warn(f"{name}: decoding runs step by step, without a CUDA graph ({why})", stacklevel=3)
 
 
+def decoding_graph(model) -> str | None:
+    """How this model's latest fixed-slot decoding ran: ``captured``, ``eager: <why>``, or None (none ran)."""
+    return _OUTCOMES.get(type(model).__name__)
+
+
+def first_cause(exc: BaseException) -> BaseException:
+    """The exception a chain started from: ``torch.cuda.graph``'s exit raises its own "operation failed due to a
+    previous error during capture" over the error that broke the capture (its ``__context__``)."""
+    seen = set()
+    while id(exc) not in seen and (exc.__cause__ or exc.__context__) is not None:
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
 class StaticRows:
     """``width`` slots over one model's cache, seeded by the first prefill's rows (repeated to fill the width)."""
 
@@ -36,9 +56,15 @@ class StaticRows:
         self.model, self.width = model, width
         self.cache = copy_rows(cache, [r % rows for r in range(width)]) if rows != width else cache
         self.buffers = cache_leaves(self.cache)
+        # each layer's state as it sits in the buffers: fla's layers fill a cache's state dicts in place, so a forward
+        # that stops part-way leaves some layers bound to tensors of its own (``_bind_home`` undoes that)
+        home = iter(self.buffers)
+        self.home_states = [rebuild(layer.state, home) for layer in self.cache.layers]
+        self._bind_home()
         self.ids = torch.zeros((width, 1), dtype=torch.long, device=model.device)
         self.logits: torch.Tensor | None = None
         self.graph, self.capture = None, capture  # capture: on CUDA (the engine decides)
+        self.outcome = None if capture else "eager: not on CUDA"
 
     def place(self, slots: list[int], cache, rows: list[int]) -> None:
         """Copy rows of another cache of the same model (a new prefill) into these slots."""
@@ -47,6 +73,11 @@ class StaticRows:
         at = torch.tensor(slots, device=self.ids.device)
         for buffer, new in zip(self.buffers, incoming, strict=True):
             buffer.index_copy_(0, at, new.index_select(0, index).to(buffer.dtype))
+
+    def _bind_home(self) -> None:
+        """Every layer's state read from and written to the fixed buffers again."""
+        for layer, state in zip(self.cache.layers, self.home_states, strict=True):
+            layer.state = rebuild(state, iter(leaves(state)))
 
     def _run_eager(self) -> torch.Tensor:
         """One step from the buffers, the new states copied back into them; the logits [width, V]."""
@@ -59,9 +90,7 @@ class StaticRows:
         for buffer, tensor in zip(self.buffers, new):
             if tensor.data_ptr() != buffer.data_ptr():  # fla returns new tensors; some states move in place
                 buffer.copy_(tensor)
-        home = iter(self.buffers)
-        for layer in self.cache.layers:
-            layer.state = rebuild(layer.state, home)
+        self._bind_home()
         return out.logits[:, -1]
 
     def step(self, tokens: list[int]) -> torch.Tensor:
@@ -74,16 +103,32 @@ class StaticRows:
         self.graph.replay()
         return self.logits
 
-    def _snapshot(self) -> list[torch.Tensor]:
-        return [b.clone() for b in self.buffers]
+    def _snapshot(self) -> tuple[list[torch.Tensor], list[int]]:
+        """The buffers' values and each layer's token count (fla's layers count the tokens they have seen)."""
+        return [b.clone() for b in self.buffers], [getattr(layer, "_seen_tokens", 0) for layer in self.cache.layers]
 
-    def _restore(self, saved: list[torch.Tensor]) -> None:
-        for buffer, value in zip(self.buffers, saved):
+    def _restore(self, saved: tuple[list[torch.Tensor], list[int]]) -> None:
+        """Back to a snapshot: the states bound to the buffers again and refilled, the token counts reset."""
+        self._bind_home()
+        values, seen = saved
+        for buffer, value in zip(self.buffers, values):
             buffer.copy_(value)
+        for layer, count in zip(self.cache.layers, seen):
+            if hasattr(layer, "_seen_tokens"):
+                layer._seen_tokens = count
+
+    def _fall_back(self, before, why: str) -> torch.Tensor:
+        """Eager steps from here on, from the state before the capture: this step is run again, eagerly."""
+        self._restore(before)
+        self.graph, self.outcome = None, f"eager: {why}"
+        _OUTCOMES[type(self.model).__name__] = self.outcome
+        _say_once(self.model, why)
+        return self._run_eager()
 
     def _capture_and_step(self) -> torch.Tensor:
         """Warm up (fla compiles and tunes its kernels on first use), capture, and check the first replay against
-        the same step run eagerly; that replay is this step."""
+        the same step run eagerly; that replay is this step. Whatever fails, and wherever, the step is run again
+        eagerly from the state before it."""
         self.capture = False  # one try per batch
         before = self._snapshot()
         try:
@@ -97,21 +142,20 @@ class StaticRows:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 self.logits = self._run_eager()
-        except Exception as exc:  # noqa: BLE001 - any failure to capture means eager steps, said once
             self._restore(before)
-            _say_once(self.model, f"capture failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-            return self._run_eager()
-        self._restore(before)
-        expected_logits = self._run_eager().clone()
-        expected_state = self._snapshot()
-        self._restore(before)
-        graph.replay()
+            expected_logits = self._run_eager().clone()
+            expected_state = self._snapshot()[0]
+            self._restore(before)
+            graph.replay()
+        except Exception as exc:  # noqa: BLE001 - any failure to capture or replay means eager steps, said once
+            cause = first_cause(exc)
+            return self._fall_back(before, f"capture failed: {type(cause).__name__}: "
+                                           f"{(str(cause).splitlines() or [''])[0][:200]}")
         differs = _largest_difference([self.logits, *self.buffers], [expected_logits, *expected_state])
         if differs > REPLAY_TOLERANCE:
-            self._restore(expected_state)
-            _say_once(self.model, f"the graph's first step differed from the eager step by {differs:.3g}")
-            return expected_logits
-        self.graph = graph
+            return self._fall_back(before, f"the graph's first step differed from the eager step by {differs:.3g}")
+        self.graph, self.outcome = graph, "captured"
+        _OUTCOMES[type(self.model).__name__] = self.outcome
         return self.logits
 
 

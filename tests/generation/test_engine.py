@@ -120,3 +120,20 @@ def test_fixed_slots_keep_every_stop_rule(rule):
     got = generate(model, TOKENIZER, stopped, batch_size=2, static=True)
     for request, result in zip(stopped, got):
         assert result.tokens == generate_one(model, TOKENIZER, request)[0].tokens
+
+
+def test_the_static_width_is_no_wider_than_the_requests(monkeypatch):
+    """Two requests at batch size 8 step two slots, not eight idle ones beside them."""
+    from ccq_eval.generation.static_rows import StaticRows
+
+    widths = []
+    original = StaticRows.__init__
+    monkeypatch.setattr(StaticRows, "__init__",
+                        lambda rows, model, cache, n, width, capture: (widths.append(width),
+                                                                        original(rows, model, cache, n, width, capture))[1])
+    torch.manual_seed(0)
+    model = tiny_model("gla").double()
+    asked = requests()[:2]
+    got = generate(model, TOKENIZER, asked, batch_size=8, static=True)
+    assert widths == [2]
+    assert [r.tokens for r in got] == [generate_one(model, TOKENIZER, r)[0].tokens for r in asked]

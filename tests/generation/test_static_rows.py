@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from ccq_eval.generation import static_rows
+from ccq_eval.generation import layouts, static_rows
 from ccq_eval.generation.engine import _StaticRun, generate
 from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.reference import generate_one
@@ -49,11 +49,13 @@ def test_the_cache_stays_in_its_buffers_and_moves_on():
 
 
 class StandIn:
-    """torch.cuda's stream and graph API, on the CPU. ``replay``: what a captured graph's replay does."""
+    """torch.cuda's stream and graph API, on the CPU. ``replay``: what a captured graph's replay does ("right",
+    "stale": nothing, "raises"); ``fail``: where the capture breaks ("entry", or "layer <k>": the k-th token mixer
+    raises while capturing, as a host sync there does, and the graph's exit raises its own error over it)."""
 
-    def __init__(self, monkeypatch, replay: str):
+    def __init__(self, monkeypatch, replay: str = "right", fail: str | None = None, model=None):
         self.made: list[StaticRows] = []
-        self.replays = 0
+        self.replays, self.capturing = 0, False
         original = StaticRows.__init__
         monkeypatch.setattr(StaticRows, "__init__", lambda rows, *a, **k: (original(rows, *a, **k),
                                                                            self.made.append(rows))[0])
@@ -62,6 +64,8 @@ class StandIn:
         class Graph:
             def replay(self):
                 stand_in.replays += 1
+                if replay == "raises":
+                    raise RuntimeError("CUDA error: an illegal memory access was encountered")
                 if replay == "right":  # a graph writes its outputs where the capture put them
                     rows = stand_in.made[-1]
                     rows.logits.copy_(rows._run_eager())
@@ -73,36 +77,82 @@ class StandIn:
 
         @contextlib.contextmanager
         def capture(graph):
-            if replay == "fails":
+            if fail == "entry":
                 raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            yield
+            stand_in.capturing = True
+            try:
+                yield
+            except Exception:
+                raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+            finally:
+                stand_in.capturing = False
 
+        if fail and fail.startswith("layer "):
+            mixer = mixers(model)[int(fail.split()[1])]
+
+            def host_sync(module, args, kwargs):
+                if stand_in.capturing:
+                    raise RuntimeError("CUDA error: operation not permitted when stream is capturing (a host sync)")
+
+            handle = mixer.register_forward_pre_hook(host_sync, with_kwargs=True)
+            monkeypatch.setattr(self, "hook", handle, raising=False)
         monkeypatch.setattr(torch.cuda, "Stream", Stream)
         monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
         monkeypatch.setattr(torch.cuda, "current_stream", Stream)
         monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
         monkeypatch.setattr(torch.cuda, "graph", capture)
         monkeypatch.setattr(static_rows, "_WARNED", set())
+        monkeypatch.setattr(static_rows, "_OUTCOMES", {})
 
 
-@pytest.mark.parametrize("replay,said", [("right", None), ("stale", "differed from the eager step"),
-                                         ("fails", "capture failed: RuntimeError: operation not permitted")])
-def test_the_capture_checks_itself_and_falls_back_once(monkeypatch, replay, said):
-    torch.manual_seed(0)
-    model = tiny_model("ccq_gla").double()
-    asked = requests()
-    stand_in = StandIn(monkeypatch, replay)
+def mixers(model) -> list[torch.nn.Module]:
+    """The model's token mixers (fla's layer classes), in order."""
+    return [m for m in model.modules() if layouts._fla_mixer(m) is not None and
+            type(m).__module__.startswith(("fla.layers.", "ccq_eval."))]
+
+
+def static_run(model, asked, stand_in):
     with warnings.catch_warnings(record=True) as caught, torch.no_grad():
         warnings.simplefilter("always")
         got = _StaticRun(layout_for(model), TOKENIZER, asked, 3, capture=True)()
     for request, result in zip(asked, got):
         assert result.tokens == generate_one(model, TOKENIZER, request)[0].tokens
-    messages = [str(w.message) for w in caught if "CUDA graph" in str(w.message)]
+    return [str(w.message) for w in caught if "CUDA graph" in str(w.message)]
+
+
+@pytest.mark.parametrize("replay,said", [("right", None), ("stale", "differed from the eager step"),
+                                         ("raises", "capture failed: RuntimeError: CUDA error: an illegal memory")])
+def test_the_capture_checks_itself_and_falls_back_once(monkeypatch, replay, said):
+    torch.manual_seed(0)
+    model = tiny_model("ccq_gla").double()
+    stand_in = StandIn(monkeypatch, replay)
+    messages = static_run(model, requests(), stand_in)
     if said is None:
         assert messages == [] and stand_in.made[-1].graph is not None
         assert stand_in.replays > 5  # every step after the capture was a replay
+        assert static_rows.decoding_graph(model) == "captured"
     else:
         assert len(messages) == 1 and said in messages[0] and stand_in.made[-1].graph is None
+        assert static_rows.decoding_graph(model).startswith("eager: ")
+
+
+@pytest.mark.parametrize("kind", ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "mamba2"])
+def test_a_capture_that_breaks_anywhere_changes_no_token_and_names_its_cause(monkeypatch, kind):
+    """At entry, or inside any layer's forward (the earlier layers' states then point at the capture's own,
+    never-computed tensors): the eager retry starts from the state before the step, and the message names the
+    error that broke the capture, not the one the graph's exit raised over it."""
+    torch.manual_seed(0)
+    model = tiny_model(kind).double()
+    points = ["entry"] + [f"layer {k}" for k in range(len(mixers(model)))]
+    assert len(points) == 3  # two token mixers: a failure after one of them is covered
+    for point in points:
+        stand_in = StandIn(monkeypatch, fail=point, model=model)
+        messages = static_run(model, requests(), stand_in)
+        assert len(messages) == 1 and stand_in.made[-1].graph is None, point
+        assert "operation not permitted when stream is capturing" in messages[0], (point, messages)
+        assert "previous error during capture" not in messages[0]
+        if hasattr(stand_in, "hook"):
+            stand_in.hook.remove()
 
 
 def test_the_cpu_default_is_no_capture_and_a_shrinking_batch(monkeypatch):
