@@ -1,0 +1,22 @@
+"""The decoding step's host reads on fla's real kernels (interpreted): none, for the paper's four recurrent families
+(tests/generation/test_host_reads.py counts the same on the CPU backend, for every family in fixed slots)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from tests.generation.test_host_reads import decoding_step_reads
+from tests.helpers import tiny_model
+from tests.interpreter.patches import count_kernel_launches
+
+
+@pytest.mark.parametrize("kind", ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet"])
+def test_a_decoding_step_on_fla_kernels_reads_nothing_back_to_the_host(kind):
+    torch.manual_seed(0)
+    model = tiny_model(kind, fuse_cross_entropy=False)
+    with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+        found = decoding_step_reads(model)
+    assert launches, "fla's kernels ran"
+    assert found == [], f"{len(found)} host reads, the first at:\n{found[0] if found else ''}"
