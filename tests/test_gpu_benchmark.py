@@ -8,6 +8,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpu_check():
+    """benchmarks/gpu_check.py as a module."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
+    script = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = script  # its dataclasses look their module up
+    spec.loader.exec_module(script)
+    return script
 RESULT = re.compile(r"RESULT model=(\w+) phase=(prefill|decode) batch=(\d+) tokens=(\d+) median_s=([\d.]+) "
                     r"tokens_per_s=([\d.]+)")
 
@@ -55,8 +67,8 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
     """benchmarks/gpu_check.py --dry-run: kernels (the CPU backend in float32 against float64 here, fla's CUDA
     kernels on a GPU), throughput with MFU / MBU and CCQ's ratios, S-NIAH through ccq-eval and lm-eval's RULER."""
     out = tmp_path / "check.json"
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--out", str(out)],
-                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--dtypes",
+                             "fp32,bf16", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(out.read_text())
     assert sum(1 for line in result.stdout.splitlines() if line.startswith("RESULT part=")) == len(records)
@@ -75,9 +87,18 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
     assert all(r["mfu"] > 0 and r["mbu"] > 0 and r["prefill_tokens_per_s"] > 0 for r in rows)
     assert len([r for r in records if "prefill_ratio" in r]) == 4  # two CCQ families x two batch sizes
     sniah = {r["suite"]: r for r in records if r["part"] == "sniah" and "suite" in r}
-    assert sniah["ccq-eval S-NIAH-1"]["s_per_sample"] > 0 and sniah["ccq-eval S-NIAH-1"]["paper_sniah_projected_min"] > 0
-    assert sniah["ccq-eval S-NIAH-1"]["warm_up_s"] == 0  # nothing compiles on the CPU; on CUDA the run's warm-up
-    assert "wall_s" in sniah["lm-eval RULER niah_single_1"] or "not_run" in sniah["lm-eval RULER niah_single_1"]
+    engine = sniah["ccq-eval S-NIAH-1"]
+    assert engine["ms_per_sample"] > 0 and engine["paper_sniah_projected_min"] > 0
+    assert engine["unit_ms"] != round(engine["unit_ms"], -3)  # milliseconds, not whole seconds
+    assert engine["warm_up_ms"] == 0  # nothing compiles on the CPU; on CUDA the run's warm-up
+    assert engine["tokenizer_tokens"] == len(gpu_check().bpe_tokenizer(tmp_path / "bpe", 512))  # what the line says
+    assert str(engine["tokenizer_tokens"]) in engine["tokenizer"] and engine["embedding_rows"] > engine["tokenizer_tokens"]
+    assert "wall_ms" in sniah["lm-eval RULER niah_single_1"] or "not_run" in sniah["lm-eval RULER niah_single_1"]
+    decoding = [line for line in result.stdout.splitlines()
+                if line.startswith(("RESULT part=throughput", "RESULT part=sniah")) and "ms_per_step" in line
+                or "suite=" in line and "not_run" not in line]
+    assert len(decoding) == len(rows) + 2 + 2  # every batch measured, both S-NIAH routes, two projections
+    assert all(" graph=eager eager_reason=not on CUDA" in line for line in decoding), decoding
     from ccq_eval.suites.longbench.tasks import RELEASED_SAMPLES, TASKS
 
     projections = {r["batch"]: r for r in records if r["part"] == "sniah" and "projection" in r}
@@ -86,7 +107,10 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
         minutes = sum(n * ((16384 - TASKS[k].max_gen) / r["prefill_tokens_per_s"]
                            + TASKS[k].max_gen * r["ms_per_step"] / 1000 / batch) for k, n in RELEASED_SAMPLES.items()) / 60
         assert r["samples"] == 3350 and abs(r["projected_min"] - minutes) < 1e-6 * minutes
-    assert {r["part"] for r in records if "part_seconds" in r} == {"kernels", "throughput", "sniah"}
+    assert {r["part"] for r in records if "part_ms" in r} == {"kernels", "throughput", "sniah"}
+    (warned,) = [r for r in records if r["part"] == "warnings"]
+    assert warned["count"] >= warned["distinct"] == sum(1 for line in result.stdout.splitlines()
+                                                         if line.startswith("# warning, "))
 
 
 def test_the_gpu_check_runs_the_families_asked_for_and_refuses_an_unknown_one(tmp_path):
@@ -101,3 +125,69 @@ def test_the_gpu_check_runs_the_families_asked_for_and_refuses_an_unknown_one(tm
     refused = subprocess.run([sys.executable, script, "--dry-run", "--families", "gla,mamba"], capture_output=True,
                              text=True, timeout=120, cwd=tmp_path)
     assert refused.returncode == 2 and "--families mamba: not one of" in refused.stderr
+
+
+def test_a_budget_runs_what_fits_most_value_per_minute_first():
+    """540 s (a 15-minute device window less its start) holds, on the predictions for a cold H200: GLA's and CCQ-GLA's
+    throughput and S-NIAH-1 at 4K; every other figure is skipped by name."""
+    script = gpu_check()
+    figures = script.plan(script.PARTS, (), budget=540)
+    assert {f.name for f in figures} == {f.name for f in script.PLAN}
+    per_minute = [f.per_minute() for f in figures]
+    assert per_minute == sorted(per_minute, reverse=True)
+    left, ran = 540.0, []
+    for figure in figures:
+        if script.fits(figure, left, dry_run=False):
+            ran.append(figure.name)
+            left -= figure.cold_s
+    assert {"throughput:gla", "throughput:ccq-gla", "sniah"} <= set(ran)
+    assert ran.index("throughput:gla") < ran.index("sniah")  # S-NIAH finds GLA's kernels compiled
+    assert sum(f.cold_s for f in script.PLAN if f.name in ran) <= 540
+    assert script.fits(figures[0], 10_000, dry_run=False) and not script.fits(figures[0], 10, dry_run=False)
+    kernels = next(f for f in script.PLAN if f.part == "kernels")
+    assert script.fits(kernels, kernels.cold_s, False, 1) and not script.fits(kernels, kernels.cold_s, False, 2)
+
+
+def test_a_dry_run_with_a_budget_names_what_it_skipped(tmp_path):
+    out = tmp_path / "check.json"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--budget", "20",
+                             "--part", "all", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(out.read_text())
+    skipped = [r["skipped"] for r in records if r["part"] == "plan"]
+    assert "sniah" in skipped  # predicted at 60 s on the CPU
+    assert not any(r.get("suite") for r in records)
+    assert {r["model"] for r in records if "mfu" in r} >= {"gla", "ccq_gla"}
+    for bad, said in (("0", "--budget 0: give the seconds"), ("x", "invalid float value")):
+        refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--budget",
+                                  bad], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert refused.returncode == 2 and said in refused.stderr
+    refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--dtypes",
+                              "fp16"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert refused.returncode == 2 and "--dtypes 'fp16'" in refused.stderr
+
+
+def test_a_check_stopped_part_way_keeps_every_figure_it_printed(tmp_path):
+    """Killed (as a device window's limit kills it) after its fifth figure: the JSON holds the figures printed."""
+    import signal
+
+    out = tmp_path / "check.json"
+    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--part",
+                                "throughput", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, cwd=tmp_path)
+    printed = []
+    try:
+        for line in process.stdout:
+            if line.startswith("RESULT "):
+                printed.append(line)
+            if len(printed) == 5:
+                process.send_signal(signal.SIGKILL)
+                break
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+    records = json.loads(out.read_text())
+    assert len(records) == 5 and all(r["part"] == "throughput" for r in records)
+    assert [r.get("model") for r in records[2:]] == ["gla"] * 3  # the ceilings, GLA's compile times, batch 1 and 2
+    assert not list(tmp_path.glob("*.part"))

@@ -141,12 +141,25 @@ class _StaticRun(_Run):
         self.running = [i for i in self.slots if i is not None]
 
 
+class _EagerSteps:
+    """The layout's own step over a batch that shrinks, never captured (``outcome`` says why)."""
+
+    def __init__(self, layout, batch):
+        self.layout, self.batch = layout, batch
+        self.outcome = ("eager: not on CUDA" if layout.model.device.type != "cuda" else
+                        f"eager: the {layout.name} layout's step changes shape as it grows")
+
+    def __call__(self, tokens: list[int]) -> torch.Tensor:
+        return self.layout.step(self.batch, tokens)
+
+
 def stepper(layout, batch, rows: int):
-    """A decoding step over a prefilled batch as ``generate`` runs it: tokens -> logits. On CUDA, for the layouts
+    """A decoding step over a prefilled batch as ``generate`` runs it: tokens -> logits; its ``outcome`` says whether
+    it runs as a CUDA graph (``captured``, once the first call returned) or eagerly, and why. On CUDA, for the layouts
     whose rows are independent, fixed slots and a CUDA graph captured on the first call (time from the second)."""
     if layout.refills and layout.model.device.type == "cuda":
-        return StaticRows(layout.model, batch.cache, rows, rows, capture=True).step
-    return lambda tokens: layout.step(batch, tokens)
+        return StaticRows(layout.model, batch.cache, rows, rows, capture=True)
+    return _EagerSteps(layout, batch)
 
 
 def generate(model, tokenizer, requests: list[Request], batch_size: int = 1, static: bool | None = None) -> list[Result]:

@@ -39,6 +39,15 @@ def decoding_graph(model) -> str | None:
     return _OUTCOMES.get(type(model).__name__)
 
 
+def decoding_graphs(forget: bool = False) -> dict[str, str]:
+    """Model class name -> how its latest fixed-slot decoding ran, for every model this process decoded with; with
+    ``forget``, the record starts afresh after this call (a check that measures one model after another)."""
+    seen = dict(_OUTCOMES)
+    if forget:
+        _OUTCOMES.clear()
+    return seen
+
+
 def first_cause(exc: BaseException) -> BaseException:
     """The exception a chain started from: ``torch.cuda.graph``'s exit raises its own "operation failed due to a
     previous error during capture" over the error that broke the capture (its ``__context__``)."""
@@ -102,6 +111,8 @@ class StaticRows:
             return self._run_eager()
         self.graph.replay()
         return self.logits
+
+    __call__ = step
 
     def _snapshot(self) -> tuple[list[torch.Tensor], list[int]]:
         """The buffers' values and each layer's token count (fla's layers count the tokens they have seen)."""

@@ -14,7 +14,7 @@ from ccq_eval.store.errors import RunDeleted, StoreWriteError
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def new_id() -> str:

@@ -22,6 +22,7 @@ class Repeat:
     decode_s: float
     peak_bytes: int | None
     cache_bytes: int
+    graph: str = ""  # how the decoding steps ran: "captured" (a CUDA graph) or "eager: <why>"
 
 
 def hardware(device: torch.device) -> str:
@@ -153,4 +154,4 @@ def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
     for _ in range(decode_steps):
         tokens = step(tokens).argmax(-1).tolist()
     end = clock.now()
-    return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held)
+    return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held, step.outcome)
