@@ -153,12 +153,18 @@ class _EagerSteps:
         return self.layout.step(self.batch, tokens)
 
 
+def fixed_slots(layout) -> bool:
+    """Whether decoding runs in fixed slots (``_StaticRun``): where a CUDA graph can replay it, on CUDA, for the
+    layouts whose rows are independent."""
+    return layout.refills and layout.model.device.type == "cuda"
+
+
 def stepper(layout, batch, rows: int):
     """A decoding step over a prefilled batch as ``generate`` runs it: tokens -> logits; its ``outcome`` says whether
     it runs as a CUDA graph (``captured``, once the first call returned) or eagerly, and why. On CUDA, for the layouts
     whose rows are independent, fixed slots and a CUDA graph captured on the first call (time from the second)."""
-    if layout.refills and layout.model.device.type == "cuda":
-        return StaticRows(layout.model, batch.cache, rows, rows, capture=True)
+    if fixed_slots(layout):
+        return StaticRows(layout.model, batch.cache, rows, rows, capture=layout.model.device.type == "cuda")
     return _EagerSteps(layout, batch)
 
 
@@ -169,7 +175,7 @@ def generate(model, tokenizer, requests: list[Request], batch_size: int = 1, sta
     independent, where the decoding step is then captured. Elsewhere rows leave the batch and it shrinks."""
     layout = layout_for(model)
     on_cuda = model.device.type == "cuda"
-    static = layout.refills and on_cuda if static is None else static and layout.refills
+    static = fixed_slots(layout) if static is None else static and layout.refills
     with torch.no_grad():
         if static:
             return _StaticRun(layout, tokenizer, requests, batch_size, capture=on_cuda)()

@@ -12,16 +12,28 @@ DECODE_STEPS = 4  # the decoding kernels (fused recurrent, the short convolution
 
 @torch.no_grad()
 def prefill_and_decode(model, length: int, batch: int, steps: int = DECODE_STEPS) -> None:
+    """The engine's calls for prompts of up to ``length`` tokens at batch size ``batch``: where packed prefills are
+    padded to fixed totals (packing.py, on CUDA), a prefill at every total such a run can meet; then ``batch`` prompts
+    prefilled and decoded a few steps in ``batch`` fixed slots (on CUDA the step's graph captured)."""
     from ccq_eval.generation.engine import stepper
     from ccq_eval.generation.layouts import layout_for
+    from ccq_eval.generation.packing import warmup_totals
 
-    prompts = random_prompts(model, length, batch).tolist()
     layout = layout_for(model)
+    if getattr(layout, "pad", False):
+        for total in warmup_totals(length * batch)[:-1]:  # the last: the prefill below
+            layout.prefill(split(random_prompts(model, total, 1)[0].tolist(), length))
+    prompts = random_prompts(model, length, batch).tolist()
     state, logits = layout.prefill([tuple(row) for row in prompts])
     step = stepper(layout, state, len(prompts))
     tokens = logits.argmax(-1).tolist()
     for _ in range(1 + steps):
         tokens = step(tokens).argmax(-1).tolist()
+
+
+def split(tokens: list[int], length: int) -> list[tuple[int, ...]]:
+    """``tokens`` as prompts of ``length`` tokens (the last one shorter)."""
+    return [tuple(tokens[i:i + length]) for i in range(0, len(tokens), length)]
 
 
 @torch.no_grad()

@@ -2,7 +2,8 @@
 
 - ``packed``: every token mixer is a recurrence that reads no position and takes fla's variable-length
   ``cu_seqlens`` (GLA, Gated DeltaNet, DeltaNet, HGRN2 and their CCQ versions). The prompts are prefilled as one
-  packed sequence, no padding inside the recurrence; each one's final state seeds its row of the cache. Rows are
+  packed sequence, no padding inside the recurrence; each one's final state seeds its row of the cache. On CUDA the
+  packed total is padded to a fixed rung by a sequence of its own (packing.py), so kernels compile once. Rows are
   independent, so a finished row leaves and a new prompt joins the running batch.
 - ``separate``: a position-free recurrence without ``cu_seqlens`` (fla's Mamba, Mamba2): each prompt is prefilled
   alone and the caches are joined; rows leave and join as above.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ccq_eval.generation.cache_rows import copy_rows, join_rows, keep_rows
+from ccq_eval.generation.packing import padded_total
 
 PACKED_MIXERS = ("GatedLinearAttention", "GatedDeltaNet", "DeltaNet", "HGRN2Attention")
 SEPARATE_MIXERS = ("Mamba", "Mamba2")
@@ -56,8 +58,8 @@ class Independent:
 
     refills = True
 
-    def __init__(self, model, packed: bool):
-        self.model, self.packed = model, packed
+    def __init__(self, model, packed: bool, pad: bool = False):
+        self.model, self.packed, self.pad = model, packed, pad and packed  # pad: to packing.py's rungs (CUDA)
         self.name = "packed" if packed else "separate"
 
     def _ids(self, tokens) -> torch.Tensor:
@@ -71,10 +73,15 @@ class Independent:
             for out in outs[1:]:
                 join_rows(cache, out.past_key_values)
             return Batch(cache), torch.cat([_last_logits(out) for out in outs])
-        ends = torch.tensor([len(p) for p in prompts]).cumsum(0)
+        lengths = [len(p) for p in prompts]
+        extra = padded_total(sum(lengths)) - sum(lengths) if self.pad else 0
+        ends = torch.tensor(lengths + ([extra] if extra else [])).cumsum(0)
         cu_seqlens = torch.cat([torch.zeros(1, dtype=torch.long), ends]).to(self.model.device)
-        out = self.model(self._ids([t for p in prompts for t in p])[None], cu_seqlens=cu_seqlens, use_cache=True,
-                         logits_to_keep=cu_seqlens[1:] - 1)
+        tokens = [t for p in prompts for t in p] + [0] * extra  # the padding: a sequence of its own, behind them
+        out = self.model(self._ids(tokens)[None], cu_seqlens=cu_seqlens, use_cache=True,
+                         logits_to_keep=cu_seqlens[1:len(prompts) + 1] - 1)
+        if extra:
+            keep_rows(out.past_key_values, list(range(len(prompts))))
         return Batch(out.past_key_values), out.logits[0]
 
     def step(self, batch: Batch, tokens: list[int]) -> torch.Tensor:
@@ -139,6 +146,11 @@ class Padded:
         raise NotImplementedError("a padded batch refills only once it is empty")
 
 
+def pads(model) -> bool:
+    """Whether packed prefills are padded to fixed totals (packing.py): where kernels compile per shape, on CUDA."""
+    return model.device.type == "cuda"
+
+
 def layout_for(model):
     name = layout_name(model)
-    return Padded(model) if name == "padded" else Independent(model, packed=name == "packed")
+    return Padded(model) if name == "padded" else Independent(model, packed=name == "packed", pad=pads(model))
