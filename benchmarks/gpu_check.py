@@ -149,12 +149,12 @@ class Check:
     def result(self, part: str, **values) -> None:
         """One figure: printed, and the JSON rewritten whole (a check stopped at a limit keeps every figure so far)."""
         self.records.append({"part": part, **values})
-        text = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-        print(f"RESULT part={part} {text}", flush=True)
-        if self.out is not None:
+        if self.out is not None:  # before the line: a figure printed is a figure kept
             partial = self.out.with_name(self.out.name + ".part")
             partial.write_text(json.dumps(self.records, indent=1))
             partial.replace(self.out)
+        text = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+        print(f"RESULT part={part} {text}", flush=True)
 
     def sync(self) -> None:
         if self.device == "cuda":

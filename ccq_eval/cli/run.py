@@ -56,8 +56,9 @@ def add(subparsers) -> None:
                      help="seed for data generation and lm-eval (default 0)")
     run.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     run.add_argument("--dtype", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on CUDA)")
-    run.add_argument("--batch-size", default="auto",
-                     help="batch size, or auto (default): 1 on CPU, the largest power of two up to 64 that fits on a GPU")
+    run.add_argument("--batch-size",
+                     help="batch size (default: 1 on the CPU, 16 on CUDA), or auto: 1 on the CPU, on a GPU the largest "
+                          "power of two up to 64 whose prefill at the longest length fits, probed before the first unit")
     run.add_argument("--force", action="store_true", help="rerun units that are already complete in the store")
     run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
     run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
@@ -73,10 +74,10 @@ def add(subparsers) -> None:
     _add_suite_options(run)
 
 
-def _batch_size(value: str) -> int | str:
-    if value == "auto":
+def _batch_size(value: str | None) -> int | str | None:
+    if value is None or value == "auto":
         return value
-    if not value.isdigit() or not 1 <= int(value) <= 4096:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 4096:  # "8²" is a digit to isdigit()
         raise BadInput(f"--batch-size {value}: must be an integer in [1, 4096] or auto")
     return int(value)
 

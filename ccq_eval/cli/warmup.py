@@ -20,8 +20,8 @@ def add(subparsers) -> None:
     warmup.add_argument("--model", required=True, help="checkpoint folder, zoo:<name>, or ORG/NAME[@REVISION]")
     warmup.add_argument("--lengths", default=lengths_text(DEFAULT_LENGTHS),
                         help=f"the context lengths the runs will use (default {lengths_text(DEFAULT_LENGTHS)})")
-    warmup.add_argument("--batch-size", type=number(int, 1, 4096, "a batch size"), default=1,
-                        help="the runs' batch size (default 1)")
+    warmup.add_argument("--batch-size", type=number(int, 1, 4096, "a batch size"),
+                        help="the runs' batch size (default: a run's default, 16 on CUDA)")
     warmup.add_argument("--suite", default="sniah",
                         help="the suite the runs will run (its calls are what compiles: the engine's generation, "
                              "lm-eval's scoring forward or perplexity chunks; default sniah), or all")
@@ -70,9 +70,12 @@ def _compile(args, device: str, lengths: tuple[int, ...], drivers: list) -> int:
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
+    from ccq_eval.lm.batching import default_batch_size
+
+    batch = args.batch_size or default_batch_size(device)
     for driver in {call_key(driver): driver for driver in drivers}.values():  # each way of calling the model once
         for length in sorted({min(length, driver.max_length()) for length in lengths}):
-            compile_and_say(model, provenance, length, args.batch_size, out=lambda line: print(line, flush=True),
+            compile_and_say(model, provenance, length, batch, out=lambda line: print(line, flush=True),
                             exercise=driver.exercise, calls=driver.model_calls)
     if args.fla_configs:
         from ccq_eval.run.tuned_configs import write_tuned_configs

@@ -1,15 +1,16 @@
-"""``--batch-size auto``: 1 on the CPU (the batch size is part of every unit's identity, and stores written
-before ``auto`` existed hold batch 1; on this 2-core machine batch 16 is 1.79x faster, benchmarks/batch_size.py,
-so pass it explicitly there), and on a GPU the largest
-power of two up to 64 whose forward pass over the suite's longest prompts fits in memory, found by trying
-(as lm-eval's own ``auto`` does). lm-eval already sorts each request type by length, longest first, so the
-first batch is the largest one the run will see."""
+"""The batch size when none is given (1 on the CPU, ``CUDA_DEFAULT`` on a GPU: a fixed size, so the kernels a run
+compiles are known before it starts), and ``--batch-size auto``: 1 on the CPU (the batch size is part of every
+unit's identity, and stores written before ``auto`` existed hold batch 1), and on a GPU the largest power of two up
+to 64 whose prefill at the run's longest length fits in memory, found by trying the engine's own prefill
+(generation/layouts.py: packed and padded to its fixed totals where the model allows it), so the kernels the probe
+compiles are the run's own. It is timed and recorded beside the kernel warm-up."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 MAX_AUTO_BATCH = 64
+CUDA_DEFAULT = 16  # 16 x 16K tokens of a 1.3B model's prefill fit a 40 GB GPU with room to spare
 
 
 def largest_fitting(fits: Callable[[int], bool], cap: int = MAX_AUTO_BATCH) -> int:
@@ -20,17 +21,24 @@ def largest_fitting(fits: Callable[[int], bool], cap: int = MAX_AUTO_BATCH) -> i
     return batch
 
 
-def auto_batch_size(model, max_length: int, vocab_size: int) -> int:
+def default_batch_size(device) -> int:
+    return CUDA_DEFAULT if str(device).startswith("cuda") else 1
+
+
+def auto_batch_size(model, max_length: int) -> int:
     import torch
+
+    from ccq_eval.generation.exercise import random_prompts
+    from ccq_eval.generation.layouts import layout_for
 
     if model.device.type != "cuda":
         return 1
+    layout = layout_for(model)
 
     def fits(batch: int) -> bool:
         try:
             with torch.no_grad():
-                ids = torch.randint(0, vocab_size, (batch, max_length), device=model.device)
-                model(ids, use_cache=True, logits_to_keep=1)  # the prefill that decoding starts with
+                layout.prefill([tuple(row) for row in random_prompts(model, max_length, batch).tolist()])
             torch.cuda.synchronize()
             return True
         except torch.cuda.OutOfMemoryError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ccq_eval.run.request import RunRequest, ccq_overrides
 
@@ -16,11 +16,12 @@ class Evaluand:
     tokenizer: object
     tokenizer_path: str
     provenance: dict
+    compilations: list = field(default_factory=list)  # what resolving --batch-size auto compiled and took
 
 
 def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     """The default: a checkpoint through load_model, wrapped for lm-eval with an explicit budget."""
-    from ccq_eval.lm.batching import auto_batch_size
+    from ccq_eval.lm.batching import default_batch_size
     from ccq_eval.lm.wrapper import CCQEvalLM, distributed_rank
     from ccq_eval.models.loading import load_model
 
@@ -33,9 +34,29 @@ def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     model, tokenizer, provenance = load_model(request.model, device=device, dtype=request.dtype,
                                               allow_pickle=request.allow_pickle,
                                               ccq_overrides=ccq_overrides(request) or None)
-    batch_size = request.batch_size
-    if batch_size == "auto":
-        batch_size = auto_batch_size(model, max_length, provenance["config"].get("vocab_size") or len(tokenizer))
+    batch_size, probes = request.batch_size, []
+    if batch_size is None:
+        batch_size = default_batch_size(model.device)
+    elif batch_size == "auto":
+        probes.append(_probe(model, max_length))
+        batch_size = probes[-1].batch
     provenance["batch_size"] = batch_size
     lm = CCQEvalLM(model, tokenizer, max_length=max_length, batch_size=batch_size)
-    return Evaluand(lm=lm, tokenizer=tokenizer, tokenizer_path=provenance["path"], provenance=provenance)
+    return Evaluand(lm=lm, tokenizer=tokenizer, tokenizer_path=provenance["path"], provenance=provenance,
+                    compilations=probes)
+
+
+def _probe(model, max_length: int):
+    """``--batch-size auto`` resolved with the engine's prefill, timed as the kernel warm-up is (on a GPU it compiles
+    the run's own prefill kernels)."""
+    import time
+
+    from ccq_eval.lm.batching import auto_batch_size
+    from ccq_eval.machine import triton_cache_dir
+    from ccq_eval.run.kernel_warmup import Compilation, cache_files
+
+    folder = triton_cache_dir()
+    before, start = cache_files(folder), time.perf_counter()
+    batch = auto_batch_size(model, max_length)
+    return Compilation(time.perf_counter() - start, cache_files(folder) - before, max_length, batch, folder,
+                       "auto batch size probe")

@@ -105,7 +105,7 @@ WARNINGS = ("warning", "depth_warning", "positions_warning")
 def batch_size_of(provenance: dict, request) -> int:
     """The batch size the evaluand resolved (``auto``), or the request's (evaluands made elsewhere: tests)."""
     size = provenance.get("batch_size", request.batch_size)
-    return 1 if size == "auto" else size
+    return 1 if size in ("auto", None) else size
 
 
 def driver_inputs(request: RunRequest, suite: Suite) -> DriverInputs:
@@ -268,8 +268,8 @@ class Runner:
         from ccq_eval.run.kernel_warmup import warm_up
 
         drivers = [(plan.driver, plan.driver.max_length()) for plan in self.plans]
-        self.compilations = warm_up(self.evaluand, drivers, batch_size_of(self.evaluand.provenance, self.request),
-                                    self.out)
+        self.compilations = list(getattr(self.evaluand, "compilations", [])) + warm_up(
+            self.evaluand, drivers, batch_size_of(self.evaluand.provenance, self.request), self.out)
 
     def _compute(self, run_id: str, units: list[Unit], results: list, received) -> None:
         for plan, task_units in self._task_groups(units):
