@@ -1,14 +1,52 @@
-"""Reading the JSONL files users supply (corpora, LongBench records, haystacks): one-line errors
-that name the file and the line, never a traceback or a silently skipped bad line."""
+"""Reading the record files users supply (corpora, LongBench records, RULER QA and recall files, haystacks): one-line
+errors that name the file and the line, never a traceback or a silently skipped bad line.
+
+- JSON Lines (``.jsonl``): one JSON value a line. Lines end at ``\\n`` only (``\\r\\n`` tolerated): U+2028, U+2029,
+  U+0085 and the other characters ``str.splitlines`` also breaks at are text, and ``json.dumps(...,
+  ensure_ascii=False)`` writes them raw inside strings, as web and Wikipedia text holds them.
+- JSON (``.json``): an array of records (what ``pandas.DataFrame.to_json(orient="records")`` and a hand-made list
+  write), each numbered by the line it starts on; or one object (a dataset's own official file, such as SQuAD's
+  ``{"data": [...]}``), returned as the only record for the suite's reader to unfold.
+- Either compressed with gzip where the name ends in ``.gz``. A byte-order mark is not part of line 1."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
+
+SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")  # what a suite's file may be called, in this order
+
+
+def find_record_file(folder: Path, stem: str) -> Path | None:
+    """``folder/<stem><suffix>`` for the first suffix of SUFFIXES that exists, else None."""
+    return next((folder / f"{stem}{suffix}" for suffix in SUFFIXES if (folder / f"{stem}{suffix}").exists()), None)
 
 
 def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tuple[int, object]], int]:
     """([(line number, parsed value)], blank lines skipped)."""
+    text = _text(path, error, what)
+    if _stem_suffix(path) == ".json":
+        return _json_document(text, path, error, what), 0
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the file's last newline ends a line; it starts none
+    records, blank = [], 0
+    for number, line in enumerate(lines, 1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            blank += 1
+            continue
+        records.append((number, _parsed(line, number, path, error, what)))
+    return records, blank
+
+
+def _stem_suffix(path: Path) -> str:
+    return Path(path.name.removesuffix(".gz")).suffix
+
+
+def _text(path: Path, error: type[Exception], what: str) -> str:
     if path.is_dir():
         raise error(f"{what} {str(path)!r}: is a folder; expected a JSONL file (one JSON object per line)")
     try:
@@ -16,28 +54,72 @@ def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tupl
     except OSError as exc:
         raise error(f"{what} {str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__}); "
                     "check the path and its permissions") from exc
+    if path.name.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise error(f"{what} {str(path)!r}: its name ends in .gz but it is not a whole gzip file; "
+                        "compress it again, or drop the .gz") from exc
     try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of line 1
+        return raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of line 1
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{what} {str(path)!r}: line {line} is not UTF-8; re-encode the file as UTF-8") from exc
-    records, blank = [], 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            blank += 1
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(f"{what} {str(path)!r}: line {number} is not JSON; expected one JSON object per line") from exc
-        except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting thousands deep
-            why = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long to convert"
-            raise error(f"{what} {str(path)!r}: line {number} cannot be read ({why}); fix or drop that line") from exc
-        if _has_lone_surrogate(value):
-            raise error(f"{what} {str(path)!r}: line {number} holds a lone UTF-16 surrogate escape (e.g. \\ud800), "
-                        "which is not text; fix or drop that line")
-        records.append((number, value))
-    return records, blank
+
+
+def _parsed(line: str, number: int, path: Path, error: type[Exception], what: str):
+    try:
+        value = json.loads(line, strict=False)  # strict=False: a raw tab or control character inside a string is text
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} {str(path)!r}: line {number} is not JSON; expected one JSON object per line") from exc
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting thousands deep
+        raise error(f"{what} {str(path)!r}: line {number} cannot be read ({_why(exc)}); fix or drop that line") from exc
+    _check_text(value, number, path, error, what)
+    return value
+
+
+def _why(exc: Exception) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else "a number too long to convert"
+
+
+def _check_text(value, number: int, path: Path, error: type[Exception], what: str) -> None:
+    if _has_lone_surrogate(value):
+        raise error(f"{what} {str(path)!r}: line {number} holds a lone UTF-16 surrogate escape (e.g. \\ud800), "
+                    "which is not text; fix or drop that line")
+
+
+def _json_document(text: str, path: Path, error: type[Exception], what: str) -> list[tuple[int, object]]:
+    """A .json file: its array's records, each numbered by the line it starts on; or its one object."""
+    decoder = json.JSONDecoder(strict=False)
+    start = len(text) - len(text.lstrip())
+    try:
+        if not text[start:].startswith("["):
+            value, end = decoder.raw_decode(text, start)
+            if text[end:].strip():
+                raise json.JSONDecodeError("extra data", text, end)
+            _check_text(value, 1, path, error, what)
+            return [(1, value)]
+        records, at = [], start + 1
+        while True:
+            at = len(text) - len(text[at:].lstrip())
+            if text.startswith("]", at):
+                break
+            if records:
+                if not text.startswith(",", at):
+                    raise json.JSONDecodeError("expected ',' or ']'", text, at)
+                at = len(text) - len(text[at + 1:].lstrip())
+            number = text.count("\n", 0, at) + 1
+            value, at = decoder.raw_decode(text, at)
+            _check_text(value, number, path, error, what)
+            records.append((number, value))
+        if text[at + 1:].strip():
+            raise json.JSONDecodeError("extra data", text, at + 1)
+        return records
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} {str(path)!r}: line {exc.lineno} is not JSON ({exc.msg}); expected a JSON array of "
+                    "records, or a dataset's own JSON file") from exc
+    except (ValueError, RecursionError) as exc:
+        raise error(f"{what} {str(path)!r}: cannot be read ({_why(exc)}); fix or drop that record") from exc
 
 
 def _has_lone_surrogate(value) -> bool:

@@ -1,5 +1,5 @@
-"""Where a suite's local data is looked for: DATA_DIR/<kind>/<name>.jsonl, then the fetched copy in
-the cache; and the one-line message when some of it is found in neither."""
+"""Where a suite's local data is looked for: DATA_DIR/<kind>/<name>.jsonl (or .json, .jsonl.gz, .json.gz), then the
+fetched copy in the cache; and the one-line message when some of it is found in neither."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ class CacheAltered(BadInput):
 
 
 def candidates(kind: str, name: str, data_dir: str | None) -> list[Path]:
-    return ([Path(data_dir) / kind / f"{name}.jsonl"] if data_dir else []) + [cache_root() / kind / f"{name}.jsonl"]
+    """DATA_DIR/<kind>/<name> as JSON Lines, a JSON file or either gzipped (data/jsonl.py), then the cache's copy."""
+    from ccq_eval.data.jsonl import SUFFIXES
+
+    mine = [Path(data_dir) / kind / f"{name}{suffix}" for suffix in SUFFIXES] if data_dir else []
+    return mine + [cache_root() / kind / f"{name}.jsonl"]
 
 
 _VERIFIED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of cached files whose sidecar matched

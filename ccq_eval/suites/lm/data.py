@@ -10,7 +10,7 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-from ccq_eval.data.jsonl import read_jsonl
+from ccq_eval.data.jsonl import find_record_file, read_jsonl
 from ccq_eval.data.offline import offline
 from ccq_eval.errors import BadInput
 
@@ -80,8 +80,8 @@ def with_records(task: str, records) -> dict:
 
 
 def local_file(task: str, data_dir: str | None) -> Path | None:
-    path = Path(data_dir) / "lm" / f"{task}.jsonl" if data_dir else None
-    return path if path and path.exists() else None
+    """DATA_DIR/lm/<task>.jsonl (or .json, .jsonl.gz, .json.gz: data/jsonl.py), where it exists."""
+    return find_record_file(Path(data_dir) / "lm", task) if data_dir else None
 
 
 def cached(task: str) -> bool:

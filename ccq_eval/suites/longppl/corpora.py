@@ -89,9 +89,10 @@ class CorpusError(BadInput):
 
 
 def local_path(corpus: str, data_dir: str | None) -> Path | None:
-    """DATA_DIR/longppl/<corpus>.jsonl, else the fetched copy in the cache (verified), else None; a
+    """DATA_DIR/longppl/<corpus>.jsonl (.json, .gz), else the fetched copy in the cache (verified), else None; a
     SHIPPED corpus is written to the cache, verified on every read and rebuilt if altered."""
-    if corpus in SHIPPED and not (data_dir and local.candidates("longppl", corpus, data_dir)[0].exists()):
+    mine = local.candidates("longppl", corpus, data_dir)[:-1]  # the user's own files, before the cache's copy
+    if corpus in SHIPPED and not any(path.exists() for path in mine):
         import platform
 
         path = local.candidates("longppl", corpus, None)[-1]

@@ -1,4 +1,4 @@
-"""The recall tasks' records and prompts. Records: DATA_DIR/recall/<key>.jsonl, else the copy `ccq-eval data fetch
+"""The recall tasks' records and prompts. Records: DATA_DIR/recall/<key>.jsonl (or .json, .gz: data/jsonl.py), else the copy `ccq-eval data fetch
 recall` froze in the cache from the reference's hub dataset (its validation parquet); every record checked before any
 is used. Prompts: each record's document cut to the unit's length (cut.py), then the task's prompt; built once per
 records, tokenizer, length and samples, and frozen in the cache."""
@@ -40,6 +40,11 @@ def check_records(task: str, numbered, where: str) -> list[dict]:
         if spec.target == "answers" and (not isinstance(target, list) or not target
                                          or not all(isinstance(a, str) for a in target)):
             raise RecallDataError(f"{at}: 'answers' must be a non-empty list of strings")
+        alternatives = record.get("alt_answers")
+        if alternatives is not None and not (isinstance(alternatives, list)
+                                             and all(isinstance(a, str) for a in alternatives)):
+            raise RecallDataError(f"{at}: 'alt_answers' must be a list of strings (the reference matches each one "
+                                  "in the document)")
         records.append({k: record[k] for k in KEPT_FIELDS if k in record})
     if not records:
         raise RecallDataError(f"{where}: no records")

@@ -199,7 +199,7 @@ def _probe(task: str, length: int, seed: int) -> Draw:
     return draw(task, length, random.Random(f"{seed}-ruler-{task}-{length}-probe"))
 
 
-QA_OWN_DOCUMENTS = {"ruler_qa_squad": 1, "ruler_qa_hotpot": 10}  # a question's own: its paragraph; its ten
+QA_LEAST_DOCUMENTS = 10  # RULER's QA search never uses fewer (generate_samples' incremental); below it RULER never ends
 
 
 def check_source_fills(task: str, tokenizer, haystack, length: int, seed: int) -> None:
@@ -214,8 +214,17 @@ def check_source_fills(task: str, tokenizer, haystack, length: int, seed: int) -
         raise SniahError(bound.refusal)
 
 
+def least_haystack(task: str) -> str:
+    """The smallest haystack RULER builds a prompt with, in words (what a too-short length is refused against)."""
+    if task == "ruler_vt":
+        return f"RULER's least {VT_LEAST_NOISES} noise sentences"
+    if task in qa_data.SOURCES:
+        return f"RULER's least {QA_LEAST_DOCUMENTS} documents"
+    return "an empty haystack"
+
+
 def least_units(task: str) -> int:
-    return VT_LEAST_NOISES if task == "ruler_vt" else QA_OWN_DOCUMENTS.get(task, 0)
+    return VT_LEAST_NOISES if task == "ruler_vt" else QA_LEAST_DOCUMENTS if task in qa_data.SOURCES else 0
 
 
 def _source(task: str, sources) -> qa_data.QaSource | None:

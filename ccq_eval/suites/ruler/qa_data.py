@@ -1,5 +1,5 @@
-"""Where RULER's QA documents come from: DATA_DIR/ruler/<source>.jsonl (one row per question, qa.py's row format),
-else the copy `ccq-eval data fetch ruler` froze in the cache from the hub's parquet (rajpurkar/squad_v2's validation
+"""Where RULER's QA documents come from: DATA_DIR/ruler/<source>.jsonl or .json (one row per question, qa.py's row
+format, or the layouts qa_layouts.py reads: SQuAD's and HotpotQA's official files, Hugging Face's exports), else the copy `ccq-eval data fetch ruler` froze in the cache from the hub's parquet (rajpurkar/squad_v2's validation
 split, hotpotqa/hotpot_qa's distractor validation split). Every row is checked before any is used."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from ccq_eval.data import hub, local
 from ccq_eval.data.cache import cache_root, content_hash, freeze
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.suites.ruler import qa
+from ccq_eval.suites.ruler.qa_layouts import LAYOUTS, unfold
 from ccq_eval.suites.sniah.sizing import SniahError
 
 FETCH_COMMAND = "ccq-eval data fetch ruler"
@@ -36,11 +37,15 @@ def check_rows(source: str, numbered, where: str) -> list[dict]:
             if not isinstance(row, dict) or not isinstance(row.get(field), kind):
                 raise QaDataError(f"{where}: line {number}: {field!r} must be a {kind.__name__}; expected "
                                   f"{source} rows ({', '.join(FIELDS[source])})")
-        if source == "hotpotqa" and not all(isinstance(t, str) and isinstance(s, list) for t, s in row["context"]):
+        if source == "hotpotqa" and not all(isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], str)
+                                            and isinstance(e[1], list) for e in row["context"]):
             raise QaDataError(f"{where}: line {number}: 'context' must be a list of [title, [sentences]]")
         rows.append(row)
     if not rows:
         raise QaDataError(f"{where}: no rows")
+    if source == "squad" and not any(row["answers"] for row in rows):
+        raise QaDataError(f"{where}: no question has an answer (RULER skips unanswerable ones); use a file with "
+                          "answerable questions (SQuAD 2.0's dev set has about 6,000)")
     return rows
 
 
@@ -61,9 +66,10 @@ def load_source(task: str, data_dir: str | None) -> QaSource:
     path = local.find("ruler", name, data_dir)
     if path is None:
         raise QaDataError(local.not_found("RULER QA documents", [name], "ruler", data_dir,
-                                          f"{name}.jsonl (one row per question: {', '.join(FIELDS[name])})",
+                                          f"{name}.jsonl or {name}.json ({LAYOUTS[name]})",
                                           FETCH_COMMAND))
-    rows = check_rows(name, read_jsonl(path, QaDataError, "RULER QA file")[0], f"RULER QA file {str(path)!r}")
+    where = f"RULER QA file {str(path)!r}"
+    rows = check_rows(name, unfold(name, read_jsonl(path, QaDataError, "RULER QA file")[0], where), where)
     return QaSource(name, path, content_hash(rows), tuple(rows))
 
 

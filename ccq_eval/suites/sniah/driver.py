@@ -102,8 +102,9 @@ class SniahDriver(Driver):
                 smallest = self.generator.smallest_length(task, tokenizer, self.haystack, length, inputs.samples,
                                                           inputs.seed)
                 if length < smallest:
+                    least = getattr(self.generator, "least_haystack", lambda task: "an empty haystack")(task)
                     raise SniahError(f"--lengths: {length} tokens cannot hold every {task} prompt "
-                                     f"({smallest} tokens at least with an empty haystack); use larger lengths")
+                                     f"({smallest} tokens at least, with {least}); use larger lengths")
 
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         essay = self.generator.VARIANTS[task].haystack == "essay"

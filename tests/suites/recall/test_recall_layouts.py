@@ -1,0 +1,57 @@
+"""Recall records in the layouts users have: JSON Lines with web text that holds U+2028, U+0085, control characters and
+RTL text (as TriviaQA's pages do) and a 5 MB document; a JSON array (Hugging Face's ``Dataset.to_json(lines=False)``,
+pandas' ``to_json(orient="records")``); gzip. Each read to the same records; an ``alt_answers`` that is not a list of
+strings is refused in one line before any model loads."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from ccq_eval.data import SHIPPED_RECORDS
+from ccq_eval.suites.recall import data
+from ccq_eval.suites.recall.tasks import TASKS
+
+HOSTILE = " a\u2028b c\u2029d e\u0085f g\x0bh\x1ci \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627"
+
+
+def shipped(key: str) -> list[dict]:
+    return [json.loads(line) for line in (Path(SHIPPED_RECORDS) / "recall" / f"{key}.jsonl").read_text().splitlines()]
+
+
+def written(root: Path, key: str, records: list[dict], suffix: str) -> str:
+    folder = root / "recall"
+    folder.mkdir(parents=True)
+    if suffix.startswith(".jsonl"):
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    else:
+        text = json.dumps(records, ensure_ascii=False)
+    (folder / f"{key}{suffix}").write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    return str(root)
+
+
+@pytest.mark.parametrize("task", ["recall_triviaqa", "recall_swde"])
+def test_every_layout_reads_the_same_records_with_hostile_text_kept(task, tmp_path):
+    spec = TASKS[task]
+    records = shipped(spec.key)
+    records[0] = {**records[0], spec.fields[0]: records[0][spec.fields[0]] + HOSTILE}
+    records[1] = {**records[1], spec.fields[0]: records[1][spec.fields[0]] + " " + "z" * 5_000_000}
+    read = {suffix: data.read_records(task, written(tmp_path / suffix.strip("."), spec.key, records, suffix))
+            for suffix in (".jsonl", ".json", ".jsonl.gz", ".json.gz")}
+    first = read[".jsonl"]
+    assert len(first) == len(records) and first[0][spec.fields[0]].endswith(HOSTILE)
+    assert len(first[1][spec.fields[0]]) > 5_000_000
+    assert all(got == first for got in read.values())
+
+
+@pytest.mark.parametrize("alternatives", [[["Paris"], ["Lyon"]], "Paris", [1, 2]])
+def test_alternative_answers_that_are_not_strings_are_refused_in_one_line(alternatives, tmp_path):
+    records = shipped("triviaqa")
+    records[2] = {**records[2], "alt_answers": alternatives}
+    with pytest.raises(data.RecallDataError) as refused:
+        data.read_records("recall_triviaqa", written(tmp_path, "triviaqa", records, ".jsonl"))
+    assert "line 3: 'alt_answers' must be a list of strings" in str(refused.value)
+    assert "\n" not in str(refused.value)
