@@ -47,11 +47,24 @@ def _dispatch(argv: list[str]) -> int:
         return lm_eval.handle_raw(argv[1:])
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         argv = [run.NAME, *argv]  # `ccq-eval --model X --suite Y` is `ccq-eval run ...`
+    refuse_empty_values(argv)
     args = build_parser().parse_args(argv)
     if args.command is None:
         build_parser().print_help()
         return 2
     return COMMANDS[args.command].handle(args)
+
+
+def refuse_empty_values(argv: list[str]) -> None:
+    """An empty value (an unset variable in a job script: ``--shard "$TASK"``) is bad input, never "not given"."""
+    for at, item in enumerate(argv):
+        flag, equals, value = item.partition("=")
+        if item.startswith("--") and equals and not value.strip():
+            raise BadInput(f"{flag} {value!r}: an empty value; give one, or leave {flag} out")
+        if not item.strip():
+            before = argv[at - 1] if at and argv[at - 1].startswith("-") else None
+            what = f"{before} {item!r}" if before else f"argument {at + 1} ({item!r})"
+            raise BadInput(f"{what}: an empty value; give one" + (f", or leave {before} out" if before else ""))
 
 
 def main(argv: list[str] | None = None) -> int:

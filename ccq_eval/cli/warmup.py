@@ -42,14 +42,28 @@ def handle(args) -> int:
     drivers = _drivers(args.suite, lengths)
     if args.fla_configs:
         check_output_folder(Path(args.fla_configs), "--fla-configs")
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    if not device.startswith("cuda"):
-        print("nothing to compile on the CPU: ccq-eval's torch backend runs fla's families there (their Triton "
-              "kernels compile on a GPU: --device cuda)")
-        return 0
-    if not torch.cuda.is_available():
+    if args.device != "auto" and _device_type(args.device) == "cuda" and not torch.cuda.is_available():
         raise BadInput(f"--device {args.device!r}: this torch sees no CUDA device; use a GPU machine")
-    return _compile(args, device, lengths, drivers)
+    from ccq_eval.models.loading import check_model
+
+    # the model, its files, the device and the dtype are checked here as a run would check them, whatever the device:
+    # a typo is refused now, not in the GPU job this warm-up prepares
+    device, dtype = check_model(args.model, args.device, args.dtype, args.allow_pickle)
+    if device.type != "cuda":
+        print(f"{args.model}: checked ({str(dtype).removeprefix('torch.')} on {device}); nothing to compile on the "
+              "CPU: ccq-eval's torch backend runs fla's families there (their Triton kernels compile on a GPU: "
+              "--device cuda)")
+        return 0
+    return _compile(args, str(device), lengths, drivers)
+
+
+def _device_type(name: str) -> str | None:
+    import torch
+
+    try:
+        return torch.device(name).type
+    except RuntimeError:
+        return None
 
 
 def _drivers(name: str, lengths: tuple[int, ...]) -> list:

@@ -319,6 +319,13 @@ def _resolve_and_check(spec: str, device: str, dtype, allow_pickle: bool, ccq_ov
     return _Checked(spec, path, hub, files, target, torch_dtype, found, raw)
 
 
+def check_model(spec: str, device: str = "auto", dtype=None, allow_pickle: bool = False) -> tuple[torch.device, torch.dtype]:
+    """Everything ``load_model`` refuses before it builds the model (where the checkpoint is, its files, the family,
+    the device and the dtype), without building it: (the device, the dtype) it would load on."""
+    checked = _resolve_and_check(spec, device, dtype, allow_pickle, None)
+    return checked.device, checked.dtype
+
+
 def _build_model(checked: _Checked, allow_pickle: bool, ccq_overrides: dict | None):
     """(model on its device in eval mode, its config, config fields mapped): the CPU backend installed first on
     the CPU; weights that do not match the config refused in one line."""

@@ -183,6 +183,22 @@ def test_warmup_on_the_cpu_says_there_is_nothing_to_compile(capsys):
     assert "nothing to compile on the CPU" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["--device", "tpu"], "device 'tpu': not a torch device"),
+    (["--device", "gpu"], "device 'gpu': not a torch device"),
+    (["--dtype", "float8"], "dtype 'float8': unknown"),
+    (["--model", "zoo:gla-tny"], "model 'zoo:gla-tny': no zoo model of that name"),
+])
+def test_warmup_on_the_cpu_checks_the_model_the_device_and_the_dtype_first(argv, said, capsys):
+    """A typo is refused where it is typed, not in the GPU job the warm-up prepares."""
+    from ccq_eval.cli import main
+
+    model = [] if "--model" in argv else ["--model", "zoo:gla-tiny"]
+    assert main(["warmup", *model, *argv]) == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and "\n" not in captured.err.strip() and "nothing to compile" not in captured.out
+
+
 def test_warmup_on_cuda_without_a_gpu_is_one_line(capsys, monkeypatch):
     import torch
 
@@ -232,5 +248,5 @@ def test_warmup_on_cuda_says_before_and_after_each_length(capsys, monkeypatch, t
     # the lm suite's calls: lm-eval's scoring forward, at most its 2048-token window
     calls = _recorded_forward(model, monkeypatch)
     assert main(["warmup", "--model", "zoo:gla-tiny", "--device", "cuda", "--lengths", "1k,4k", "--suite", "lm"]) == 0
-    assert calls == [((1, 1024), False, False), ((1, 2048), False, False)] and len(exercised) == 2
-    assert "bfloat16, log-likelihoods at 2048 tokens x 1" in capsys.readouterr().out
+    assert calls == [((16, 1024), False, False), ((16, 2048), False, False)] and len(exercised) == 2  # a run's default
+    assert "bfloat16, log-likelihoods at 2048 tokens x 16" in capsys.readouterr().out
