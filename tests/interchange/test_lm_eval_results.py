@@ -344,24 +344,27 @@ def test_lm_table_results_below_the_lm_window_or_without_max_length_are_refused(
     assert stored_cells(tmp_path / "s.db") == set()
 
 
-RETRIEVAL_TASKS = "recall_nq,ruler_qa_squad"
+RETRIEVAL_LENGTHS = {"recall_nq": 2048, "ruler_qa_squad": 4096}  # RULER QA's ten documents need over 2K byte tokens
 
 
 @pytest.fixture(scope="module")
 def retrieval_plugin_output(tmp_path_factory):
-    """The recall and RULER QA plugins run by lm-eval's own CLI on the shipped records at 2K, samples logged."""
+    """The recall and RULER QA plugins run by lm-eval's own CLI on the shipped records (recall at 2K, the recall
+    table's length; QA at 4K), samples logged: task -> its results file."""
     from ccq_eval.data import SHIPPED_RECORDS
 
-    root = tmp_path_factory.mktemp("retrieval-plugins")
-    metadata = {"max_seq_lengths": [2048], "num_samples": 2, "data_dir": str(SHIPPED_RECORDS)}
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("CCQ_EVAL_CACHE", str(root / "c"))):
-            mp.setenv(name, value)
-        assert main(["lm-eval", "run", "--model", "hf", "--model_args", "pretrained=zoo:gla-tiny,dtype=float32",
-                     "--tasks", RETRIEVAL_TASKS, "--metadata", json.dumps(metadata), "--device", "cpu",
-                     "--batch_size", "1", "--output_path", str(root / "out"), "--log_samples"]) == 0
-    (results,) = (root / "out").rglob("results_*.json")
-    return results
+    root, found = tmp_path_factory.mktemp("retrieval-plugins"), {}
+    for task, length in RETRIEVAL_LENGTHS.items():
+        metadata = {"max_seq_lengths": [length], "num_samples": 2, "data_dir": str(SHIPPED_RECORDS)}
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"),
+                                ("CCQ_EVAL_CACHE", str(root / "c"))):
+                mp.setenv(name, value)
+            assert main(["lm-eval", "run", "--model", "hf", "--model_args", "pretrained=zoo:gla-tiny,dtype=float32",
+                         "--tasks", task, "--metadata", json.dumps(metadata), "--device", "cpu", "--batch_size", "1",
+                         "--output_path", str(root / task), "--log_samples"]) == 0
+        (found[task],) = (root / task).rglob("results_*.json")
+    return found
 
 
 @pytest.mark.e2e
@@ -377,14 +380,16 @@ def test_recall_and_ruler_qa_plugin_results_ingest_into_their_units_and_tables(r
         return json.dumps({**record, "2048": 100.0, "score": 100.0}) if (task, record["doc_id"]) == (
             "recall_nq", 0) else line
 
-    edited = edited_copy(retrieval_plugin_output, tmp_path / "edited", halfway, first_right)
-    data = json.loads(edited.read_text())["results"]
+    edited = {"recall_nq": edited_copy(retrieval_plugin_output["recall_nq"], tmp_path / "edited", halfway,
+                                       first_right), "ruler_qa_squad": retrieval_plugin_output["ruler_qa_squad"]}
+    data = {task: json.loads(path.read_text())["results"][task] for task, path in edited.items()}
     store = tmp_path / "s.db"
-    assert main(["ingest", str(edited), "--store", str(store), "--label", "lm-eval gla"]) == 0
-    assert "2 units added" in capsys.readouterr().out
+    for path in edited.values():
+        assert main(["ingest", str(path), "--store", str(store), "--label", "lm-eval gla"]) == 0
+        assert "1 units added" in capsys.readouterr().out
     read = Store(store, readonly=True)
     units = {(u.suite, u.task, u.context_length): u for u in read.units()}
-    assert set(units) == {("recall", "recall_nq", 2048), ("ruler", "ruler_qa_squad", 2048)}
+    assert set(units) == {("recall", "recall_nq", 2048), ("ruler", "ruler_qa_squad", 4096)}
     for (suite, task, length), unit in units.items():
         (metric,) = read.metrics(unit.id)
         assert metric.metric == {"recall": "contains", "ruler": "score"}[suite] and metric.is_primary
@@ -392,10 +397,10 @@ def test_recall_and_ruler_qa_plugin_results_ingest_into_their_units_and_tables(r
         samples = read.samples(unit.id)
         assert len(samples) == 2 and all(s.prompt_sha256 and s.target for s in samples)
         assert [s.score for s in samples] == ([100.0, 0.0] if task == "recall_nq" else [0.0, 0.0])
-    for table, column in (("recall", "NQ"), ("ruler", "QA-1 2K")):
+    for table, column, task in (("recall", "NQ", "recall_nq"), ("ruler", "QA-1 4K", "ruler_qa_squad")):
         assert main(["tables", "--table", table, "--store", str(store), "--out", str(tmp_path / "t"),
                      "--format", "csv"]) == 0
         header, row = (tmp_path / "t" / f"{table}.csv").read_text().splitlines()[:2]
         cells = dict(zip(header.split(","), row.split(",")))
-        assert cells["label"] == "lm-eval gla" and float(cells[column]) == data[RETRIEVAL_TASKS.split(",")[
-            0 if table == "recall" else 1]]["2048,none"]
+        assert cells["label"] == "lm-eval gla" and float(cells[column]) == data[task][
+            f"{RETRIEVAL_LENGTHS[task]},none"]

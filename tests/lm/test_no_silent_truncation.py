@@ -169,13 +169,21 @@ def test_stock_lm_eval_with_the_plugins_fails_a_length_the_model_would_cut(model
     assert not (tmp_path / "out").exists()
 
 
+def qa_sized(metadata: dict) -> dict:
+    """RULER QA's ten documents need 3K byte tokens: its lengths and budget tripled, the test's relations kept."""
+    tripled = {"max_seq_lengths": [3 * L for L in metadata["max_seq_lengths"]]}
+    if metadata.get("max_length") == LENGTH:
+        tripled["max_length"] = 3 * LENGTH
+    return {**metadata, **tripled}
+
+
 @pytest.mark.parametrize("suite_module,call", [
     ("ccq_eval.suites.sniah.plugin", lambda m, md: m.dataset("sniah_1", **md)),
     ("ccq_eval.suites.multi_niah.plugin", lambda m, md: m.dataset("niah_multikey_2", **md)),
     ("ccq_eval.suites.longppl.plugin", lambda m, md: m.dataset("essays", **md)),
     ("ccq_eval.suites.longbench.plugin", lambda m, md: m.dataset("qasper", data_dir=str(DATA), **md)),
     ("ccq_eval.suites.ruler.plugin", lambda m, md: m.dataset("ruler_fwe", **md)),
-    ("ccq_eval.suites.ruler.plugin", lambda m, md: m.dataset("ruler_qa_squad", data_dir=str(RULER_QA), **md)),
+    ("ccq_eval.suites.ruler.plugin", lambda m, md: m.dataset("ruler_qa_squad", data_dir=str(RULER_QA), **qa_sized(md))),
 ])
 def test_every_plugin_checks_the_models_context_before_it_builds_data(models, suite_module, call):
     import importlib

@@ -57,7 +57,7 @@ def test_runs_shows_labels_escaped_and_nothing_that_acts_on_a_terminal(labelled,
 
 
 @pytest.mark.parametrize("label,shown", [("red\x1b[31m", "U+001B"), ("bell\x07", "U+0007"), ("two\nlines", "U+000A"),
-                                         ("   ", "is empty")])
+                                         ("   ", "an empty value")])
 def test_a_label_with_a_control_character_is_refused_at_the_flag(label, shown, tmp_path, capsys):
     store = tmp_path / "s.db"
     assert main(["--model", "zoo:gla-tiny", "--suite", "sniah", "--label", label, "--store", str(store)]) == 2

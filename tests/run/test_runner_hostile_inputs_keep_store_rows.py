@@ -182,11 +182,11 @@ def foreign_tables(path: Path) -> None:
 
 
 STORES = [  # (id, argv builder(tmp, good), message)
-    ("--store empty", lambda t, g: run_args(g, t)[:-1] + [""], "store '': not a file"),
-    ("--store blank", lambda t, g: run_args(g, t)[:-1] + [" "], "store ' ': not a file"),
+    ("--store empty", lambda t, g: run_args(g, t)[:-1] + [""], "--store '': an empty value"),
+    ("--store blank", lambda t, g: run_args(g, t)[:-1] + [" "], "--store ' ': an empty value"),
     ("--store :memory:", lambda t, g: run_args(g, t)[:-1] + [":memory:"], "store ':memory:': not a file"),
     ("--store file::memory:", lambda t, g: run_args(g, t)[:-1] + ["file::memory:"], "not a file"),
-    ("runs --store empty", lambda t, g: ["runs", "--store", ""], "not a file"),
+    ("runs --store empty", lambda t, g: ["runs", "--store", ""], "--store '': an empty value"),
     ("raw/ is a file", lambda t, g: ((t / "raw").write_text("x"), run_args(g, t))[1], "beside it is a file"),
     ("store is a folder", lambda t, g: ((t / "dir.db").mkdir(), run_args(g, t)[:-1] + [str(t / "dir.db")])[1],
      "not a readable ccq-eval store"),
@@ -240,7 +240,7 @@ STORES = [  # (id, argv builder(tmp, good), message)
     ("curves output file a folder", lambda t, g: ((t / "out" / "longppl.png").mkdir(parents=True), [
         "curves", "--store", str(t / "ccq.db"), "--out", str(t / "out")])[1], "longppl.png' is a folder where a file"),
     ("runs --delete empty", lambda t, g: ["runs", "--delete", "", "--store", str(t / "ccq.db")],
-     "--delete '': pass the id of a run"),
+     "--delete '': an empty value"),
     ("zoo build --threads -1", lambda t, g: ["zoo", "build", "--threads", "-1", "--work", str(t / "w")],
      "argument --threads: -1 is outside [1, 1024]"),
     ("zoo build --steps 0", lambda t, g: ["zoo", "build", "--steps", "0", "--work", str(t / "w")],
@@ -265,8 +265,8 @@ def test_store_input(good, tmp_path, capsys, name, build, message):
 # --- flags -----------------------------------------------------------------------------------------------
 
 FLAGS = [  # (id, extra flags replacing the defaults, message)
-    ("--lengths empty", ("--lengths", ""), "--lengths '': empty"),
-    ("--tasks empty", ("--tasks", ""), "--tasks '': empty"),
+    ("--lengths empty", ("--lengths", ""), "--lengths '': an empty value"),
+    ("--tasks empty", ("--tasks", ""), "--tasks '': an empty value"),
     ("--lengths beyond 1024k", ("--lengths", "10000000k"), "is more than 1024k tokens"),
     ("--lengths zero", ("--lengths", "0"), "'0' is not a length"),
     ("--lengths repeated", ("--lengths", "1k,1024"), "a length is repeated"),
