@@ -28,6 +28,9 @@ def handle(args) -> int:
 
     if not args.store.startswith("file:") and not Path(args.store).exists():
         raise BadInput(f"--store {args.store!r}: no such store; pass the --store that holds the results")
+    if not args.store.startswith("file:") and Path(args.store).is_file() and Path(args.store).stat().st_size == 0:
+        raise BadInput(f"--store {args.store!r}: an empty file, not a store (rescore re-scores results, it makes no "
+                       "store); pass the --store that holds the results")
     given = [*(["--suite", args.suite] if args.suite else []), *(["--tasks", args.tasks] if args.tasks else []),
              "--store", args.store]  # the rescore's run records its command line
     done = rescore(Store(args.store), SUITES, args.suite, args.tasks, given)
@@ -38,6 +41,16 @@ def handle(args) -> int:
         print(f"{suite}: left as it is ({why})")
     for reason in done.left_out:
         print(f"left out: {visible(reason)}", file=sys.stderr)
+    if done.interrupted is not None:
+        from ccq_eval.run.runner import Terminated
+
+        what = "terminated (SIGTERM)" if isinstance(done.interrupted, Terminated) else "interrupted"
+        print(f"ccq-eval rescore: {what}; {len(done.written)} unit(s) were re-scored and written to {args.store} "
+              "before it (their runs are marked interrupted). Rerun the same command to re-score the rest.",
+              file=sys.stderr)
+        return 143 if isinstance(done.interrupted, Terminated) else 130
+    if done.continued:
+        print(f"{done.continued} unit(s) re-scored by the interrupted rescore before: kept, not re-scored again")
     changed = sum(1 for *_, before, after in done.written if before != after)
     print(f"{len(done.written)} unit(s) re-scored ({changed} changed), {len(done.left_out)} left out -> {args.store}")
     return 1 if done.left_out else 0

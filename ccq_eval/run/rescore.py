@@ -30,6 +30,8 @@ class Rescored:
     written: list[tuple] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     not_rescorable: dict[str, str] = field(default_factory=dict)  # suite -> why (when not asked for by name)
+    interrupted: KeyboardInterrupt | None = None  # Ctrl-C or SIGTERM (runner.Terminated) mid-way: runs marked so
+    continued: int = 0  # cells an interrupted rescore by these scorers already wrote: a rerun goes on from them
 
 
 def chosen_suites(suites: dict[str, Suite], name: str | None, tasks: str | None) -> dict[str, tuple[str, ...]]:
@@ -72,7 +74,10 @@ class Rescorer:
         from ccq_eval.data.cache import FrozenByContent
         from ccq_eval.report.results import Results
 
+        from ccq_eval.run.runner import git_sha
+
         self.store, self.suites, self.command_line = store, suites, command_line
+        self.rescored_by = {"ccq_eval": __version__, "git_sha": git_sha()}  # these scorers
         self.results = Results(store)  # the cells the tables show, each run and each unit's metric rows: read once
         self.new_runs: dict[str, str] = {}  # source run id -> the rescore's run id
         self.frozen = FrozenByContent()
@@ -91,23 +96,39 @@ class Rescorer:
             if suite.not_rescorable:
                 done.not_rescorable[suite.name] = suite.not_rescorable
                 continue
+            if self.written_by_interrupted_rescore(unit):
+                done.continued += 1
+                continue
             found.append((cell, unit))
         order = list(self.suites)
         found.sort(key=lambda item: (order.index(item[0].suite), self.suites[item[0].suite].task_order(item[0].task),
                                      item[0].context_length, item[0].label))
         return found
 
+    def ingested(self, unit) -> bool:
+        """A unit `ccq-eval ingest` read from lm-eval's results file (its run says so), not a run of ccq-eval's."""
+        from ccq_eval.interchange.lm_eval_document import SOURCE
+
+        settings = unit.settings if isinstance(unit.settings, dict) else {}
+        return settings.get("source") == SOURCE or (self.source_run(unit.run_id).versions or {}).get("source") == SOURCE
+
+    def written_by_interrupted_rescore(self, unit) -> bool:
+        """A cell's unit that an interrupted rescore with these scorers wrote: the rerun of that command goes on
+        from it rather than re-scoring it again."""
+        if not isinstance(unit.settings, dict) or "rescored_from" not in unit.settings:
+            return False
+        run = self.source_run(unit.run_id)
+        return run.status == "interrupted" and (run.versions or {}).get("rescored_by") == self.rescored_by
+
     def run_for(self, source_run_id: str) -> str:
         """The rescore's run for one source run: its provenance copied, this command and version recorded."""
         if source_run_id not in self.new_runs:
-            from ccq_eval.run.runner import git_sha
-
             source = self.source_run(source_run_id)
-            versions = {**(source.versions or {}), "rescored_by": {"ccq_eval": __version__, "git_sha": git_sha()}}
+            versions = {**(source.versions or {}), "rescored_by": self.rescored_by}
             record = {f: getattr(source, f) for f in ("label", "model_spec", "weights_sha256", "model_config",
                                                        "ccq_overrides", "dtype", "device", "batch_size", "seeds")}
             self.new_runs[source_run_id] = self.store.begin_run({**record, "command_line": self.command_line,
-                                                                 "versions": versions, "git_sha": git_sha()})
+                                                                 "versions": versions, "git_sha": self.rescored_by["git_sha"]})
         return self.new_runs[source_run_id]
 
     def rescore_unit(self, cell, unit_row, done: Rescored) -> None:
@@ -118,6 +139,10 @@ class Rescorer:
         suite = self.suites[cell.suite]
         where = f"{cell.label} {cell.task} at {cell.context_length}"
         records = self.frozen.records(suite.records_folder, unit_row.dataset_fingerprint)
+        if records is None and self.ingested(unit_row):
+            done.left_out.append(f"{where}: ingested from lm-eval's results, which hold its samples but not the "
+                                 "frozen records rescore scores them against; nothing to re-score")
+            return
         if records is None:
             done.left_out.append(f"{where}: its frozen records are not in the data cache ({cache_root()}); rerun "
                                  "that unit with `ccq-eval run --force` to score it")
@@ -149,11 +174,19 @@ class Rescorer:
 def rescore(store, suites: dict[str, Suite], suite: str | None = None, tasks: str | None = None,
             argv: list[str] = ()) -> Rescored:
     """Rescores the cells of ``suite`` (None: every suite that can be) narrowed to ``tasks``."""
+    from ccq_eval.run.runner import interrupts
+
     chosen = chosen_suites(suites, suite, tasks)
     rescorer = Rescorer(store, suites, shlex.join(["ccq-eval", "rescore", *argv]))
     done = Rescored()
-    for cell, unit_row in rescorer.targets(chosen, done):
-        rescorer.rescore_unit(cell, unit_row, done)
+    try:
+        with interrupts() as received:
+            for cell, unit_row in rescorer.targets(chosen, done):
+                rescorer.rescore_unit(cell, unit_row, done)
+                received.raise_if_received()  # an interrupt a library swallowed mid-unit
+    except KeyboardInterrupt as exc:  # each unit is written whole or not at all: the written ones stay
+        done.interrupted = exc
+    status = "complete" if done.interrupted is None else "interrupted"
     for run_id in rescorer.new_runs.values():
-        store.finish_run(run_id, "complete")
+        store.finish_run(run_id, status)
     return done

@@ -48,6 +48,10 @@ class Connection:
                 # there even to read. Closed cleanly (no write-ahead log beside it), the file alone is the whole store.
                 self._open(Path(self.path).resolve().as_uri() + "?mode=ro&immutable=1", True)
         except sqlite3.DatabaseError as exc:
+            if not readonly and not uri and self._readable_read_only():
+                raise StoreError(f"store {self.path!r}: readable but not writable ({exc}; SQLite also writes a -wal "
+                                 "and a -shm file beside it); make the file and its folder writable, or copy it to a "
+                                 "writable --store") from exc
             raise StoreError(f"store {self.path!r}: not a readable ccq-eval store ({exc}); move it aside or pass "
                              "another --store") from exc
         if not readonly:
@@ -61,6 +65,20 @@ class Connection:
         self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self.db.execute("PRAGMA foreign_keys = ON")
         create_or_check(self)
+
+    def _readable_read_only(self) -> bool:
+        """The file opens as a ccq-eval store when nothing is to be written (what a writable open could not do)."""
+        try:
+            probe = sqlite3.connect(Path(self.path).resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+        except sqlite3.Error:
+            return False
+        try:
+            names = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return {"runs", "units", "metrics", "samples"} <= names
+        except sqlite3.Error:
+            return False
+        finally:
+            probe.close()
 
     def _closed_cleanly(self) -> bool:
         """No write-ahead log with content beside the store: every commit is in the file itself."""

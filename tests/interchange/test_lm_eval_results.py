@@ -224,6 +224,11 @@ def test_per_length_plugin_results_ingest_into_their_suites_units_and_tables(plu
                                                                       data["sniah_1"]["2048,none"]]
     assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
     assert "nothing new" in capsys.readouterr().out  # the same file twice adds nothing
+    # rescore names what it cannot re-score as what it is: lm-eval's results hold no frozen records
+    assert main(["rescore", "--suite", "sniah", "--store", str(store)]) == 1
+    left = capsys.readouterr().err.strip().splitlines()
+    assert len(left) == 2 and all("ingested from lm-eval's results" in line for line in left)
+    assert not any("ccq-eval run --force" in line for line in left)
 
 
 @pytest.mark.e2e

@@ -158,3 +158,45 @@ def test_longbench_predictions_rescore_to_the_same_numbers(tmp_path, tokenizer_d
     assert main(["rescore", "--store", str(store)]) == 0
     after = unit_rows(store)
     assert [(u["metrics"], u["samples"]) for u in after[3:]] == [(u["metrics"], u["samples"]) for u in before]
+
+
+@pytest.mark.parametrize("signum,code,said", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_an_interrupted_rescore_keeps_what_it_wrote_says_so_and_a_rerun_goes_on(copy, monkeypatch, capsys, signum,
+                                                                                   code, said):
+    import os
+    import signal
+
+    from ccq_eval.run import rescore
+
+    original, calls = rescore.Rescorer.rescore_unit, []
+
+    def rescore_then_signal(self, cell, unit_row, done):
+        original(self, cell, unit_row, done)
+        calls.append(cell)
+        if len(calls) == 2:  # a real signal, delivered to this process as a user's or a scheduler's
+            os.kill(os.getpid(), getattr(signal, signum))
+
+    monkeypatch.setattr(rescore.Rescorer, "rescore_unit", rescore_then_signal)
+    assert main(["rescore", "--store", str(copy)]) == code
+    err = capsys.readouterr().err
+    assert f"ccq-eval rescore: {said}; 2 unit(s) were re-scored and written to {copy}" in err
+    assert "nothing was written" not in err
+    rows = unit_rows(copy)
+    assert len(rows) == 6 and sum("rescored_from" in r["settings"] for r in rows) == 2
+    statuses = [r.status for r in Store(copy, readonly=True).runs()]
+    assert statuses[2:] == ["interrupted"] and "running" not in statuses  # one source run so far: one rescore run
+
+    monkeypatch.setattr(rescore.Rescorer, "rescore_unit", original)
+    assert main(["rescore", "--store", str(copy)]) == 0  # the rerun goes on from where it stopped
+    out = capsys.readouterr().out
+    assert "2 unit(s) re-scored by the interrupted rescore before: kept" in out and "2 unit(s) re-scored (0 changed)" in out
+    rows = unit_rows(copy)
+    sources = [r["settings"]["rescored_from"] for r in rows if "rescored_from" in r["settings"]]
+    assert len(rows) == 8 and sorted(sources) == sorted(r["id"] for r in rows[:4])  # every cell re-scored once
+
+
+def test_rescore_never_makes_a_store_of_an_empty_file(tmp_path, capsys):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert main(["rescore", "--store", str(empty)]) == 2
+    assert "an empty file, not a store" in capsys.readouterr().err and empty.read_bytes() == b""

@@ -33,3 +33,4 @@ def test_each_method_is_answered_by_its_part(tmp_path, monkeypatch):
                   if p.name != "self" and p.default is inspect.Parameter.empty]
         getattr(store, name)(*[None] * len(params))
         assert calls[-1] == name
+
