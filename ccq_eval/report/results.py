@@ -1,9 +1,10 @@
 """The store read once, into the one model every table, figure and report page is a function of.
 
 Two rules, written here only:
-- the latest complete unit of each cell (label, suite, task, context length) is the cell's result: the one
-  finished last, ties broken by the larger unit id; a reused unit (another label's run computed it) counts as
-  its label's own; a failed unit never counts (its cell shows as missing);
+- the latest complete unit of each cell (label, suite, task, context length) is the cell's result: the one written
+  into the store last (its ``seq``; a rescore is always written after its source, whatever the clocks say; a store
+  read as an older version wrote it, without ``seq``, falls back to the finish time, then the id); a reused unit
+  (another label's run computed it) counts as its label's own; a failed unit never counts (its cell shows as missing);
 - the latest run of each label (started last) says what the label's model is: its config, family, dtype and
   training length.
 Metric values that are not finite numbers (which no run stores and ingest refuses; a hand-edited or foreign store
@@ -20,6 +21,11 @@ import numpy as np
 import pandas as pd
 
 TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
+
+
+def newest_last(unit) -> tuple:
+    """Sort key: the order units were written into the store (``seq``), else finish time and id."""
+    return (unit.seq is not None, unit.seq or 0, unit.finished or "", unit.id)
 
 
 def numeric(column: pd.Series) -> pd.Series:
@@ -102,7 +108,7 @@ class Results:
         label_of = {run.id: run.label for run in self.run_rows}
         complete = [u for u in self.unit_rows if u.status == "complete"]
         latest = {}
-        for unit in sorted(complete, key=lambda u: (u.finished or "", u.id)):
+        for unit in sorted(complete, key=newest_last):
             latest[Cell(label_of[unit.run_id], unit.suite, unit.task, unit.context_length)] = unit
         return latest
 
@@ -137,7 +143,9 @@ class Results:
             return frame
         frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
         frame["value"], frame["stderr"], frame["n"] = numeric(frame.value), numeric(frame.stderr), numeric(frame.n)
-        return frame[frame.value.notna()].sort_values(["finished", "unit_id"]).reset_index(drop=True)
+        order = {unit.id: position for position, unit in enumerate(sorted(self.cells.values(), key=newest_last))}
+        frame = frame[frame.value.notna()]
+        return frame.iloc[frame.unit_id.map(order).argsort(kind="stable")].reset_index(drop=True)
 
     def samples(self, suite: str, columns: tuple[str, ...]) -> pd.DataFrame:
         """The cells' per-sample ``columns`` (of the samples table) for one suite, with label, task, context_length,

@@ -31,7 +31,7 @@ class Ingest(Part):
                 if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
                     self.writes.insert("runs", run)
                     added_runs += 1
-                for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ?", (run["id"],))):
+                for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ? ORDER BY rowid", (run["id"],))):
                     unknown = known_task is not None and not known_task(unit["suite"], unit["task"])
                     outcome = (f"is of task {unit['task']!r}, which suite {unit['suite']!r} of this ccq-eval does not "
                                "know (a newer version's?); upgrade ccq-eval to merge it") if unknown else \

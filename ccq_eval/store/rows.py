@@ -72,6 +72,7 @@ class UnitRow:
     dataset_fingerprint: str | None
     settings: dict | None
     reused_from: str | None = None  # the unit whose result this is (another label's run computed it)
+    seq: int | None = None  # the order units were written into the store (None: a store read as it was, before 3)
 
     @classmethod
     def of(cls, row) -> "UnitRow":

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from ccq_eval.store.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE runs (
@@ -23,7 +23,7 @@ CREATE TABLE units (
     suite TEXT NOT NULL, task TEXT NOT NULL, context_length INTEGER NOT NULL, unit_key TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('complete', 'failed')), reason TEXT,
     started TEXT NOT NULL, finished TEXT NOT NULL, dataset_fingerprint TEXT, settings TEXT NOT NULL,
-    reused_from TEXT
+    reused_from TEXT, seq INTEGER
 );
 CREATE INDEX units_by_key ON units (unit_key, status);
 CREATE UNIQUE INDEX units_one_computed_per_key ON units (unit_key) WHERE status = 'complete' AND reused_from IS NULL;
@@ -43,7 +43,10 @@ CREATE INDEX samples_by_unit ON samples (unit_id);
 TABLES = ("runs", "units", "metrics", "samples")
 # version 2 added units.reused_from: a label's unit whose result another label's run computed (the id of that
 # unit); one computed result per unit key, and each label that asked for it holds a unit of its own
-ADDED_IN = {2: {"units": ("reused_from",)}}
+# version 3 added units.seq: the order units were written into this store (1, 2, ...; the next is one more than the
+# largest), which decides a cell's newest unit; clocks tie and ids are random
+ADDED_IN = {2: {"units": ("reused_from",)}, 3: {"units": ("seq",)}}
+NEXT_SEQ = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM units)"  # inside the writing transaction
 RUN_JSON_COLUMNS = ("model_config", "ccq_overrides", "seeds", "versions")
 
 
@@ -68,6 +71,10 @@ def migrate(store, version: int) -> None:
             db.execute("DROP INDEX IF EXISTS units_one_complete_per_key")
             db.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_one_computed_per_key ON units (unit_key) "
                        "WHERE status = 'complete' AND reused_from IS NULL")
+        if version < 3:  # the units there numbered in the order the tables took them newest by before: finish, id
+            db.execute("ALTER TABLE units ADD COLUMN seq INTEGER")
+            db.execute("UPDATE units SET seq = (SELECT n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY finished, id) "
+                       "AS n FROM units) AS numbered WHERE numbered.id = units.id)")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

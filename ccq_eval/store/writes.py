@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from ccq_eval.store.connection import Part
 from ccq_eval.store.errors import RunDeleted, StoreWriteError
+from ccq_eval.store.schema import NEXT_SEQ
 
 
 def now() -> str:
@@ -53,6 +54,12 @@ class Writes(Part):
     rows and samples copied under its label), so every label shows its whole row and nothing is computed twice."""
 
     def insert(self, table: str, row: dict) -> None:
+        """A row as given; a unit takes the store's next sequence number, whatever it carried elsewhere."""
+        if table == "units":
+            row = {k: v for k, v in row.items() if k != "seq"}
+            self.db.execute(f"INSERT INTO units ({', '.join(row)}, seq) VALUES ({', '.join('?' * len(row))}, "
+                            f"{NEXT_SEQ})", tuple(row.values()))
+            return
         self.db.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                         tuple(row.values()))
 
@@ -91,7 +98,8 @@ class Writes(Part):
         unit_id = unit.get("id") or new_id()  # a merged unit keeps its id (merging it again adds nothing)
         self.db.execute(
             "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, finished, "
-            "dataset_fingerprint, settings, reused_from) VALUES (?, ?, ?, ?, ?, ?, 'complete', NULL, ?, ?, ?, ?, ?)",
+            f"dataset_fingerprint, settings, reused_from, seq) VALUES (?, ?, ?, ?, ?, ?, 'complete', NULL, ?, ?, ?, ?, "
+            f"?, {NEXT_SEQ})",
             (unit_id, unit["run_id"], unit["suite"], unit["task"], unit["context_length"], unit["unit_key"],
              unit.get("started") or now(), now(), source[0], source[1], source_id))
         self._copy_result(source_id, unit_id, unit["run_id"], label, model)
@@ -183,7 +191,7 @@ class Writes(Part):
         """Rows of one unit; the caller holds the transaction."""
         self.db.execute(
             "INSERT INTO units (id, run_id, suite, task, context_length, unit_key, status, reason, started, "
-            "finished, dataset_fingerprint, settings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"finished, dataset_fingerprint, settings, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {NEXT_SEQ})",
             (unit_id, unit["run_id"], unit["suite"], unit["task"], unit["context_length"], unit["unit_key"],
              unit["status"], unit.get("reason"), unit["started"], unit.get("finished") or now(),
              unit.get("dataset_fingerprint"), json.dumps(unit.get("settings", {}), sort_keys=True)))

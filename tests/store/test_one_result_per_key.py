@@ -121,7 +121,7 @@ def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_fir
     assert store.query("SELECT COUNT(*) FROM samples WHERE unit_id = ?", (unit["id"],))[0][0] == 0  # cascaded
     with pytest.raises(sqlite3.IntegrityError):  # the index says so too, whatever the code path
         store.db.execute("INSERT INTO units SELECT 'other', run_id, suite, task, context_length, unit_key, status, "
-                         "reason, started, finished, dataset_fingerprint, settings, NULL FROM units")
+                         "reason, started, finished, dataset_fingerprint, settings, NULL, NULL FROM units")
 
 
 def test_another_label_reuses_a_result_and_force_gives_it_the_new_one(tokenizer_dir, tmp_path):
