@@ -138,3 +138,21 @@ def test_mapped_folders_are_the_source_tree_s_when_not_installed(monkeypatch):
     monkeypatch.setattr(mapped_folders.importlib.resources, "files", not_installed)
     assert mapped_folders.mapped_folder("ccq_eval.tasks") == REPO / "tasks"
     assert (mapped_folders.mapped_folder("ccq_eval.reference") / "sniah.csv").is_file()
+
+
+def test_have_files_in_utf16_or_utf8_are_read_and_other_bytes_refused(tmp_path, capsys):
+    """What Windows PowerShell's `pip list --format=freeze > have.txt` writes is UTF-16 with a BOM."""
+    from ccq_eval.cli.wheelhouse import _read
+
+    listing = "torch==2.11.0\r\ntriton==3.6.0\r\n"
+    for name, data in (("utf16.txt", listing.encode("utf-16")), ("utf16be.txt", b"\xfe\xff" + listing.encode("utf-16-be")),
+                       ("utf8bom.txt", listing.encode("utf-8-sig")), ("utf8.txt", listing.encode())):
+        (tmp_path / name).write_bytes(data)
+        assert parse_have(_read(str(tmp_path / name)), name) == parse_have(listing, name), name
+    for name, data in (("latin1.txt", "torch==2.11.0  # caf\xe9\n".encode("latin-1")), ("binary.bin", bytes(range(256))),
+                       ("utf16-no-bom.txt", listing.encode("utf-16-le"))):
+        (tmp_path / name).write_bytes(data)
+        assert main(["wheelhouse", "--out", str(tmp_path / "w"), "--have", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "not UTF-8 or UTF-16 text" in err and len(err.splitlines()) == 1, name
+    assert not (tmp_path / "w").exists()

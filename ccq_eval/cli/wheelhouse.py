@@ -41,7 +41,17 @@ def handle(args) -> int:
 
 
 def _read(path: str) -> str:
+    """The file as text: UTF-8 (a BOM allowed), or UTF-16 with its BOM (what Windows PowerShell's `>` writes)."""
     try:
-        return Path(path).read_text()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise BadInput(f"--have {path}: {exc.strerror}; save the target's `pip list --format=freeze` there") from exc
+    encoding = "utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise BadInput(f"--have {path}: not UTF-8 or UTF-16 text; save the target's `pip list --format=freeze` there "
+                       "as UTF-8 (PowerShell: `pip list --format=freeze | Out-File -Encoding utf8 FILE`)")
+    return text
