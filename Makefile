@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-processes test-interpreter test-browser test-install demo bench install lock clean
+.PHONY: test test-processes test-interpreter test-shapes test-browser test-install demo bench install lock clean
 
 install: $(STAMP)
 
@@ -40,7 +40,13 @@ test-processes: $(STAMP)
 # fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
 # before triton is imported); tests/interpreter/patches.py holds the three patches it needs
 test-interpreter: $(STAMP)
-	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter
+	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter -m "not shapes"
+
+# whole S-NIAH and LongBench runs on fla's interpreted kernels, every kernel key (Triton's specialisation, each
+# autotuner's key) recorded against the warm-up's (the CUDA behaviour on: padded packed prefills, fixed slots); about
+# 3 minutes; CI runs it after make test
+test-shapes: $(STAMP)
+	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter -m shapes
 
 # the HTML report in headless Chromium (Debian's chromium + chromium-driver); one line and success where they are
 # absent, a failure where CCQ_EVAL_REQUIRE_BROWSER is set (.ci/run installs them and sets it)

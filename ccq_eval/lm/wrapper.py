@@ -126,8 +126,8 @@ class CCQEvalLM(RefusesTruncation, HFLM):
         kwargs = normalize_gen_kwargs(gen_kwargs, self.max_gen_toks)
         if kwargs.pop("do_sample", False) or kwargs.pop("temperature", 0.0):
             raise ValueError("generation_kwargs: ccq-eval decodes greedily; set do_sample: false and temperature: 0.0")
-        until = handle_stop_sequences(kwargs.pop("until", None), eos=self.tok_decode(self.eot_token_id,
-                                                                                      skip_special_tokens=False))
+        eos = None if self.eot_token_id is None else self.tok_decode(self.eot_token_id, skip_special_tokens=False)
+        until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)  # a tokenizer may define no EOS
         max_gen_toks = kwargs.pop("max_gen_toks")
         stop_ids, min_new_tokens = stop_tokens(self.model, self.tokenizer, kwargs.pop("eos_strings", None) or [])
         ids, mask = self.tok_batch_encode(contexts, left_truncate_len=self.max_length - max_gen_toks)

@@ -2,8 +2,8 @@
 behaviour on: packed prefills padded to packing.py's totals, decoding in fixed slots, the warm-up before the first
 unit). Keys: what makes a GPU compile again (Triton's JIT specialisation of each launch) or tune again (each
 autotuner's key), recorded by tests/interpreter/kernel_keys.py. A mixed-length run: two lengths (or prompts of
-several sizes), refills of one and of several prompts. Interpreted kernels cost about 20 ms a token here, so the
-totals stay in fla's first norm bucket (up to 2,048 tokens); that every bucket above is in the warm-up's set is
+several sizes), refills of one and of several prompts, on a BPE tokenizer with its own BOS. Interpreted kernels cost
+about 20 ms a token here, so the totals stay in fla's first norm bucket (up to 2,048 tokens); that every bucket above is in the warm-up's set is
 checked on the ladder itself (tests/generation/test_packing.py)."""
 
 from __future__ import annotations
@@ -32,14 +32,19 @@ def longbench_data(root):
 
 
 RUNS = {
-    "sniah": ["--suite", "sniah", "--tasks", "1", "--lengths", "640", "--samples", "3"],
+    "sniah": ["--suite", "sniah", "--tasks", "1", "--lengths", "320,448", "--samples", "3"],
     "longbench": ["--suite", "longbench", "--tasks", "hotpotqa", "--lengths", "300"],
 }
 
 
+@pytest.mark.shapes
 @pytest.mark.parametrize("suite", list(RUNS))
 def test_the_warm_up_meets_every_kernel_key_the_run_meets(suite, tmp_path, monkeypatch):
-    folder = save_checkpoint(tiny_model("gated_deltanet", fuse_cross_entropy=False), tmp_path / "gdn")
+    from tests.fixtures.ruler.make_fixtures import subword_tokenizer_with_bos
+
+    tokenizer = subword_tokenizer_with_bos()  # a BPE with its own BOS: prompts a quarter of their bytes
+    model = tiny_model("gated_deltanet", fuse_cross_entropy=False, vocab_size=len(tokenizer))
+    folder = save_checkpoint(model, tmp_path / "gdn", tokenizer)
     monkeypatch.setattr(kernel_warmup, "compiles_fla_kernels", lambda provenance: True)  # as on CUDA
     monkeypatch.setattr(layouts, "pads", lambda model: True)
     monkeypatch.setattr(engine, "fixed_slots", lambda layout: layout.refills)

@@ -167,3 +167,16 @@ def test_records_are_parsed_once_and_prompts_truncated_once_per_unit(data_dir, t
     assert run_suite(request, oracle(data_dir, tokdir, False), out=lambda *_: None) == 0
     assert sorted(parsed) == ["qasper.jsonl", "trec.jsonl"]
     assert len(truncated) == 2 * 2 * 3  # tasks x lengths x records
+
+
+def test_a_tokenizer_without_an_eos_token_runs(data_dir, tmp_path):
+    """A BPE with its own BOS and no EOS: the stop strings are the task's alone (there was a TypeError)."""
+    from tests.fixtures.ruler.make_fixtures import subword_tokenizer_with_bos
+
+    tokenizer = subword_tokenizer_with_bos()
+    assert tokenizer.eos_token_id is None
+    folder = save_checkpoint(tiny_model("gla", vocab_size=len(tokenizer)), tmp_path / "m", tokenizer)
+    store = tmp_path / "s.db"
+    assert main(["--model", str(folder), "--suite", "longbench", "--tasks", "hotpotqa", "--lengths", "400",
+                 "--data-dir", str(data_dir), "--device", "cpu", "--store", str(store)]) == 0
+    assert sqlite3.connect(store).execute("SELECT status FROM units").fetchall() == [("complete",)]
