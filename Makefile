@@ -30,7 +30,6 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
 # --dist loadfile keeps a file's tests on one worker: some share a module's store in order
 test: $(STAMP)
 	$(PYTEST) --dist loadfile --ignore=tests/browser -m "not processes"
-	$(MAKE) test-interpreter
 
 # the tests that start, kill and race whole ccq-eval processes (SIGKILL / SIGTERM / SIGINT mid-run, concurrent
 # labelled writers, two-process data parallel, the loopback hub, the demo's workers): about 9 minutes; CI runs them after make test
@@ -38,9 +37,10 @@ test-processes: $(STAMP)
 	$(PYTEST) --dist loadfile --ignore=tests/browser -m processes
 
 # fla's real Triton kernels on CPU through Triton's interpreter (its own process: the variable must be set
-# before triton is imported); tests/interpreter/patches.py holds the three patches it needs
+# before triton is imported); tests/interpreter/patches.py holds the three patches it needs; about 7 minutes, CI runs
+# it after make test. worksteal: a few tests take minutes, the rest seconds
 test-interpreter: $(STAMP)
-	TRITON_INTERPRET=1 $(PYTEST) tests/interpreter -m "not shapes"
+	TRITON_INTERPRET=1 $(PYTEST) --dist worksteal tests/interpreter -m "not shapes"
 
 # whole S-NIAH and LongBench runs on fla's interpreted kernels, every kernel key (Triton's specialisation, each
 # autotuner's key) recorded against the warm-up's (the CUDA behaviour on: padded packed prefills, fixed slots); about

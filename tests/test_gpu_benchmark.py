@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -148,7 +150,7 @@ def test_a_budget_runs_what_fits_most_value_per_minute_first():
     assert script.fits(kernels, kernels.cold_s, False, 1) and not script.fits(kernels, kernels.cold_s, False, 2)
 
 
-def test_a_dry_run_with_a_budget_names_what_it_skipped(tmp_path):
+def test_a_dry_run_with_a_budget_names_what_it_skipped(tmp_path, capsys):
     out = tmp_path / "check.json"
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--budget", "20",
                              "--part", "all", "--out", str(out)], capture_output=True, text=True, timeout=300,
@@ -159,13 +161,12 @@ def test_a_dry_run_with_a_budget_names_what_it_skipped(tmp_path):
     assert "sniah" in skipped  # predicted at 60 s on the CPU
     assert not any(r.get("suite") for r in records)
     assert {r["model"] for r in records if "mfu" in r} >= {"gla", "ccq_gla"}
-    for bad, said in (("0", "--budget 0: give the seconds"), ("x", "invalid float value")):
-        refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--budget",
-                                  bad], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        assert refused.returncode == 2 and said in refused.stderr
-    refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--dtypes",
-                              "fp16"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert refused.returncode == 2 and "--dtypes 'fp16'" in refused.stderr
+    script = gpu_check()
+    for argv, said in ((["--budget", "0"], "--budget 0: give the seconds"), (["--budget", "x"], "invalid float value"),
+                       (["--dtypes", "fp16"], "--dtypes 'fp16'")):
+        with pytest.raises(SystemExit) as refused:
+            script.main(["--dry-run", *argv])
+        assert refused.value.code == 2 and said in capsys.readouterr().err
 
 
 def test_a_check_stopped_part_way_keeps_every_figure_it_printed(tmp_path):
