@@ -48,15 +48,13 @@ def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
 
 def _probe(model, max_length: int):
     """``--batch-size auto`` resolved with the engine's prefill, timed as the kernel warm-up is (on a GPU it compiles
-    the run's own prefill kernels)."""
-    import time
+    the run's own prefill kernels): the warm-up's record, with the batch size found."""
+    from dataclasses import replace
 
     from ccq_eval.lm.batching import auto_batch_size
-    from ccq_eval.machine import triton_cache_dir
-    from ccq_eval.run.kernel_warmup import Compilation, cache_files
+    from ccq_eval.run.kernel_warmup import compile_kernels
 
-    folder = triton_cache_dir()
-    before, start = cache_files(folder), time.perf_counter()
-    batch = auto_batch_size(model, max_length)
-    return Compilation(time.perf_counter() - start, cache_files(folder) - before, max_length, batch, folder,
-                       "auto batch size probe")
+    found = []
+    timed = compile_kernels(model, max_length, 0, lambda m, length, _: found.append(auto_batch_size(m, length)),
+                            "auto batch size probe")
+    return replace(timed, batch=found[0])

@@ -9,10 +9,8 @@ import torch
 
 from ccq_eval.generation import layouts
 from ccq_eval.generation.cache_rows import cache_leaves
-from ccq_eval.generation.engine import generate
 from ccq_eval.generation.packing import BUCKET, padded_total, warmup_totals
-from ccq_eval.generation.reference import generate_one
-from tests.generation.test_engine import LAYOUT, TOKENIZER, requests
+from tests.generation.test_engine import LAYOUT, assert_fixed_slots_equal_the_reference
 from tests.helpers import tiny_model
 
 PACKED = [kind for kind, layout in LAYOUT.items() if layout == "packed"]
@@ -60,12 +58,4 @@ def test_the_padding_changes_no_logit_and_no_cache_row(kind):
 @pytest.mark.parametrize("kind", ["gla", "ccq_gated_deltanet"])
 def test_padded_prefills_in_fixed_slots_equal_the_reference(kind, monkeypatch):
     monkeypatch.setattr(layouts, "pads", lambda model: True)
-    torch.manual_seed(0)
-    model = tiny_model(kind).double()
-    asked = requests()
-    got = generate(model, TOKENIZER, asked, batch_size=3, static=True)
-    for request, result in zip(asked, got):
-        reference, _ = generate_one(model, TOKENIZER, request)
-        assert result.tokens == reference.tokens
-        if request.score:
-            assert result.continuation_nll == pytest.approx(reference.continuation_nll, rel=1e-7)
+    assert_fixed_slots_equal_the_reference(kind)
