@@ -1,18 +1,15 @@
-"""S-NIAH's answer NLL two ways, side by side in one run on a shipped zoo model: scored from the
-prefill that starts decoding (ccq-eval's default) against lm-eval's loglikelihood (a second forward
-over every prompt, the reference). Same units, same data; medians of the unit wall times.
+"""S-NIAH's answer NLL two ways, side by side in one run on a shipped zoo model: scored from the prefill that starts
+decoding (what the S-NIAH driver asks of the engine) against decoding without it plus lm-eval's loglikelihood (a
+second forward over every prompt, the reference). The same prompts; medians of the wall times.
 
-    python benchmarks/answer_nll.py [--model zoo:gla-tiny] [--lengths 2k,4k] [--samples 25] [--repeats 3]
+    python benchmarks/answer_nll.py [--model zoo:gla-tiny] [--length 2048] [--samples 25] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -21,42 +18,50 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 warnings.filterwarnings("ignore")
 
 
-def one_run(model: str, lengths: str, samples: int, fused: bool, folder: Path) -> tuple[float, list[float]]:
-    from ccq_eval.suites.sniah import driver as suite_sniah
-    from ccq_eval.cli import main
-
-    suite_sniah.FUSED_ANSWER_NLL = fused
-    store = folder / f"{fused}-{time.monotonic_ns()}.db"
-    start = time.perf_counter()
-    assert main(["--model", model, "--suite", "sniah", "--tasks", "1", "--lengths", lengths, "--samples", str(samples),
-                 "--batch-size", str(samples), "--store", str(store), "--device", "cpu"]) == 0
-    elapsed = time.perf_counter() - start
-    nlls = [json.loads(f)["answer_nll"] for (f,) in sqlite3.connect(store).execute(
-        "SELECT s.fields FROM samples s JOIN units u ON u.id = s.unit_id ORDER BY u.context_length, s.idx")]
-    return elapsed, nlls
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="zoo:gla-tiny")
-    parser.add_argument("--lengths", default="2k,4k")
+    parser.add_argument("--length", type=int, default=2048)
     parser.add_argument("--samples", type=int, default=25)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    times = {True: [], False: []}
-    with tempfile.TemporaryDirectory() as tmp:
-        one_run(args.model, args.lengths, args.samples, True, Path(tmp))  # warm: data built, imports done
-        for _ in range(args.repeats):
-            for fused in (True, False):
-                elapsed, nlls = one_run(args.model, args.lengths, args.samples, fused, Path(tmp))
-                times[fused].append(elapsed)
-                if fused:
-                    fused_nlls = nlls
-                else:
-                    diff = max(abs(a - b) for a, b in zip(fused_nlls, nlls))
-    fast, slow = statistics.median(times[True]), statistics.median(times[False])
-    print(f"{args.model} S-NIAH-1 {args.lengths} x {args.samples} samples (medians of {args.repeats}): "
-          f"prefill-scored {fast:.1f} s, loglikelihood {slow:.1f} s, ratio {slow / fast:.2f}x; "
+
+    from lm_eval.api.instance import Instance
+
+    from ccq_eval.generation.text import Ask, engine_request
+    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.models import load_model
+
+    model, tokenizer, _ = load_model(args.model, device="cpu")
+    lm = CCQEvalLM(model, tokenizer, max_length=args.length, batch_size=args.samples)
+    filler = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+    prompts = [(filler * (args.length // len(filler)))[: args.length - 300] + f" The special magic number for item {i}"
+               f" is: {1000003 * (i + 1) % 9999991}. What is the special magic number for item {i}? The number is"
+               for i in range(args.samples)]
+    answers = [f" {1000003 * (i + 1) % 9999991}" for i in range(args.samples)]
+
+    def fused():
+        return [r.continuation_nll for r in lm.generate([engine_request(Ask(i, p, 128, score=a), tokenizer, args.length)
+                                                          for i, (p, a) in enumerate(zip(prompts, answers))])]
+
+    def reference():
+        lm.generate([engine_request(Ask(i, p, 128), tokenizer, args.length) for i, p in enumerate(prompts)])
+        scored = lm.loglikelihood([Instance("loglikelihood", {}, (p, a), i)
+                                   for i, (p, a) in enumerate(zip(prompts, answers))], disable_tqdm=True)
+        return [-logprob / len(tokenizer(a, add_special_tokens=False)["input_ids"])
+                for (logprob, _), a in zip(scored, answers)]
+
+    fused()  # warm
+    times, values = {"prefill": [], "reference": []}, {}
+    for _ in range(args.repeats):
+        for name, call in (("prefill", fused), ("reference", reference)):
+            start = time.perf_counter()
+            values[name] = call()
+            times[name].append(time.perf_counter() - start)
+    fast, slow = statistics.median(times["prefill"]), statistics.median(times["reference"])
+    diff = max(abs(a - b) for a, b in zip(values["prefill"], values["reference"]))
+    print(f"{args.model} S-NIAH-style {args.length} x {args.samples} prompts (medians of {args.repeats}): "
+          f"prefill-scored {fast:.1f} s, decoding + loglikelihood {slow:.1f} s, ratio {slow / fast:.2f}x; "
           f"max |NLL difference| {diff:.1e}")
 
 

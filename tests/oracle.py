@@ -22,19 +22,29 @@ def wrong_value(value: str) -> str:
 
 
 class GeneratesOnly:
-    """lm.adapter.ModelAdapter for a stand-in that only generates (rank and world size are lm-eval's LM's):
-    no budget to set, no decoding hooks, no likelihoods."""
+    """lm.adapter.ModelAdapter for a stand-in that only generates (rank and world size are lm-eval's LM's): no budget
+    to set, no likelihoods. A subclass writes ``respond(prompt) -> text``; ``generate`` (the generating suites' call)
+    reads each request's prompt ids with the byte tokenizer and answers in its tokens, ``generate_until`` (lm-eval's)
+    answers its contexts."""
 
     scores_text = False
 
     def budget(self, max_length):
         return contextlib.nullcontext(self)
 
-    def decoding(self, hooks):
-        return contextlib.nullcontext(hooks)
+    def respond(self, prompt: str) -> str:
+        raise NotImplementedError
 
-    def prompt_key(self, prompt):
-        raise NotImplementedError("a model that does not score text has no prompt keys")
+    def generate(self, requests):
+        from ccq_eval.generation.request import Result
+        from tests.helpers import byte_tokenizer
+
+        tokenizer = byte_tokenizer()
+        return [Result(tokens=tokenizer.encode(self.respond(tokenizer.decode(list(r.prompt))),
+                                               add_special_tokens=False)) for r in requests]
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        return [self.respond(request.args[0]) for request in requests]
 
 
 class AnswersFromPrompt(GeneratesOnly, LM):
@@ -44,8 +54,8 @@ class AnswersFromPrompt(GeneratesOnly, LM):
         super().__init__()
         self.answer = answer
 
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        return [self.answer(request.args[0]) for request in requests]
+    def respond(self, prompt: str) -> str:
+        return self.answer(prompt)
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         raise NotImplementedError
@@ -95,16 +105,12 @@ class OracleLM(GeneratesOnly, LM):
         self.wrong, self.share = wrong, share
         self.prompts: list[str] = []
 
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        answers = []
-        for request in requests:
-            context, _ = request.args
-            self.prompts.append(context)
-            needles = NEEDLE.findall(context)
-            values = [v for key in asked_keys(QUESTION.search(context).group(1)) for k, v in needles if k == key]
-            values = values[:max(1, round(len(values) * self.share))]
-            answers.append(" " + ", ".join(wrong_value(v) if self.wrong else v for v in values) + ".")
-        return answers
+    def respond(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        needles = NEEDLE.findall(prompt)
+        values = [v for key in asked_keys(QUESTION.search(prompt).group(1)) for k, v in needles if k == key]
+        values = values[:max(1, round(len(values) * self.share))]
+        return " " + ", ".join(wrong_value(v) if self.wrong else v for v in values) + "."
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         raise NotImplementedError

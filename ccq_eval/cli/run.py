@@ -70,7 +70,9 @@ def add(subparsers) -> None:
                      help="torch CPU threads (default: OMP_NUM_THREADS when set, else the cores other work leaves "
                           "free at start; see ccq-eval env)")
     run.add_argument("--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the units "
-                                                    "(0-based; for job arrays; merge stores with ccq-eval ingest)")
+                                                    "(0-based; merge the stores with ccq-eval ingest); slurm: this "
+                                                    "Slurm job array task's slice; auto: that inside an array, else "
+                                                    "all")
     _add_suite_options(run)
 
 

@@ -9,24 +9,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ContextManager, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # decoding.py loads torch; the runner imports this module while planning
-    from ccq_eval.lm.decoding import DecodingHooks, PromptKey
+if TYPE_CHECKING:  # the engine's types load nothing heavy, but the runner imports this module while planning
+    from ccq_eval.generation.request import Request, Result
 
 
 @runtime_checkable
 class ModelAdapter(Protocol):
     rank: int  # this process's data-parallel rank (0 writes the store)
     world_size: int  # data-parallel processes sharing each evaluation
-    # whether the model scores text (loglikelihood, decoding hooks, prompt keys); a model that only
-    # generates leaves its per-sample likelihoods empty
+    # whether the model scores text (log-likelihoods, a continuation scored from the decoding prefill); a model that
+    # only generates leaves its per-sample likelihoods empty
     scores_text: bool
 
     def budget(self, max_length: int) -> ContextManager:
-        """The context budget of the evaluations made inside the block."""
+        """The context budget of the lm-eval evaluations made inside the block."""
 
-    def decoding(self, hooks: "DecodingHooks | None") -> ContextManager:
-        """One evaluation's decoding hooks, for the duration of the block."""
-
-    def prompt_key(self, prompt: str) -> "PromptKey":
-        """A prompt's token ids as generation encodes them (the key of its row in DecodingHooks); asked only
-        of a model that scores text."""
+    def generate(self, requests: "list[Request]") -> "list[Result] | None":
+        """Greedy continuations of ``requests`` (prompt ids, stop rules, a continuation to score), in their order;
+        the generating suites' one call. Across data-parallel ranks: each rank runs its share and rank 0 returns
+        every result, the others None."""

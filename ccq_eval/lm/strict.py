@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from lm_eval.models.huggingface import HFLM
 
-
-class PromptTooLong(RuntimeError):
-    """A prompt that would have to be truncated to fit the context budget."""
+from ccq_eval.generation.text import PromptTooLong
 
 
 class RefusesTruncation:

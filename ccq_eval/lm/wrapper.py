@@ -17,7 +17,6 @@ import os
 import torch
 from lm_eval.models.huggingface import HFLM
 
-from ccq_eval.lm.decoding import DecodingHooks, PromptKey, prompt_rows
 from ccq_eval.lm.strict import PromptTooLong, RefusesTruncation  # noqa: F401 - PromptTooLong: re-exported
 
 
@@ -31,16 +30,6 @@ def distributed_rank() -> tuple[int, int]:
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     return dist.get_rank(), dist.get_world_size()
-
-
-def stop_tokens(model, tokenizer, eos_strings: list[str]) -> tuple[frozenset[int], int]:
-    """(token ids that end a row, the tokens to generate before one may) : the model's and the tokenizer's EOS,
-    and for ``eos_strings`` (a generation kwarg of a task's YAML) the last token of each string, which may not be
-    the first token generated (it stays in the output)."""
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids = {*(configured if isinstance(configured, list) else [configured]), tokenizer.eos_token_id}
-    ids |= {tokenizer.encode(s, add_special_tokens=False)[-1] for s in eos_strings}
-    return frozenset(i for i in ids if i is not None), 1 if eos_strings else 0
 
 
 class CCQEvalLM(RefusesTruncation, HFLM):
@@ -62,7 +51,6 @@ class CCQEvalLM(RefusesTruncation, HFLM):
         # HFLM only sets up data parallelism when it loads the model itself; lm-eval's evaluator
         # splits requests by rank and gathers through the hooks below.
         self._rank, self._world_size = distributed_rank()
-        self._hooks: DecodingHooks | None = None  # set by decoding() for one evaluation
 
     @contextlib.contextmanager
     def budget(self, max_length: int):
@@ -75,65 +63,63 @@ class CCQEvalLM(RefusesTruncation, HFLM):
         finally:
             self._max_length = saved
 
-    @contextlib.contextmanager
-    def decoding(self, hooks: DecodingHooks | None):
-        """The hooks of one evaluation, for the duration of its call only."""
-        saved, self._hooks = self._hooks, hooks
-        try:
-            yield hooks
-        finally:
-            self._hooks = saved
+    def generate(self, requests):
+        """adapter.ModelAdapter.generate: the engine's results for ``requests`` (the model's EOS ids added to each
+        one's stop ids), in their order; across data-parallel ranks each runs its share and rank 0 gets every
+        result (None on the others)."""
+        from ccq_eval.lm.ranks import across_ranks
 
-    def prompt_key(self, prompt: str) -> PromptKey:
-        """A prompt's token ids as generation encodes them: the key of its row in DecodingHooks."""
-        return tuple(self.tok_batch_encode([prompt])[0][0].tolist())
+        return across_ranks(requests, self._engine, self.rank, self.world_size, self.gather_object)
 
-    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        """lm-eval's generate_until through ccq-eval's engine (generation/): each group of requests that share their
-        generation kwargs goes to the engine at once, longest prompt first, so the batch refills from it as rows
-        finish; the text comes back as HFLM returns it (decoded, cut at the first stop string)."""
-        from lm_eval.models.utils import postprocess_generated_text
+    def _engine(self, requests):
+        """The engine over ``requests`` in their order, longest first (the batch refills from the queue as rows
+        finish)."""
+        from dataclasses import replace
 
         from ccq_eval.generation.engine import generate
+        from ccq_eval.generation.text import model_stop_ids
+        from ccq_eval.lm.ranks import longest_first
 
-        hooks = self._hooks or DecodingHooks()
+        stops = model_stop_ids(self.model, self.tokenizer)
+        order = longest_first(requests)
+        results = generate(self.model, self.tokenizer, [replace(requests[i], stop_ids=requests[i].stop_ids | stops)
+                                                        for i in order], self.batch_size)
+        ordered = [None] * len(requests)
+        for i, result in zip(order, results):
+            ordered[i] = result
+        return ordered
+
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's generate_until (its own generating tasks; the plugins under stock lm-eval): each group of
+        requests that share their generation kwargs goes to the engine at once (lm-eval has split them across
+        ranks already); the text comes back as HFLM returns it (decoded, cut at the first stop string)."""
+        from ccq_eval.generation.text import completion_text
+
         texts: list[str | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(repr(sorted(request.args[1].items())), []).append(i)
         for indices in groups.values():
-            contexts = [requests[i].args[0] for i in indices]
-            engine_requests, until = self._engine_requests(contexts, requests[indices[0]].args[1], hooks)
-            order = sorted(range(len(indices)), key=lambda j: -len(engine_requests[j].prompt))  # lm-eval's order
-            results = generate(self.model, self.tokenizer, [engine_requests[j] for j in order], self.batch_size)
-            for j, result in zip(order, results):
-                key = engine_requests[j].prompt
-                if result.continuation_nll is not None:
-                    hooks.continuation_nlls[key] = result.continuation_nll
-                hooks.decode_steps += result.predicate_steps
-                text = postprocess_generated_text(self.tok_decode(result.tokens), until, None)
-                texts[indices[j]] = text
-                self.cache_hook.add_partial("generate_until", requests[indices[j]].args, text)
+            engine_requests = self._engine_requests([requests[i].args[0] for i in indices], requests[indices[0]].args[1])
+            for i, request, result in zip(indices, engine_requests, self._engine(engine_requests)):
+                texts[i] = completion_text(self.tokenizer, result.tokens, request.until)
+                self.cache_hook.add_partial("generate_until", requests[i].args, texts[i])
         return texts
 
-    def _engine_requests(self, contexts: list[str], gen_kwargs: dict, hooks: DecodingHooks):
-        """(one engine request per context, the stop strings) under lm-eval's reading of the generation kwargs;
-        a prompt that would be cut is refused (tok_batch_encode)."""
-        from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
+    def _engine_requests(self, contexts: list[str], gen_kwargs: dict):
+        """One engine request per context under lm-eval's reading of the generation kwargs (the suites' Ask, read
+        from a task's YAML); a prompt that would be cut is refused."""
+        from lm_eval.models.utils import normalize_gen_kwargs
 
-        from ccq_eval.generation.request import Request
+        from ccq_eval.generation.text import Ask, engine_request
 
         kwargs = normalize_gen_kwargs(gen_kwargs, self.max_gen_toks)
         if kwargs.pop("do_sample", False) or kwargs.pop("temperature", 0.0):
             raise ValueError("generation_kwargs: ccq-eval decodes greedily; set do_sample: false and temperature: 0.0")
-        eos = None if self.eot_token_id is None else self.tok_decode(self.eot_token_id, skip_special_tokens=False)
-        until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)  # a tokenizer may define no EOS
-        max_gen_toks = kwargs.pop("max_gen_toks")
-        stop_ids, min_new_tokens = stop_tokens(self.model, self.tokenizer, kwargs.pop("eos_strings", None) or [])
-        ids, mask = self.tok_batch_encode(contexts, left_truncate_len=self.max_length - max_gen_toks)
-        requests = [Request(row, max_gen_toks, stop_ids, min_new_tokens, tuple(until), hooks.stop_when.get(row),
-                            tuple(hooks.score_continuations.get(row) or ())) for row in prompt_rows(ids, mask)]
-        return requests, until
+        until = kwargs.pop("until", None)
+        asks = [Ask(i, context, kwargs["max_gen_toks"], tuple([until] if isinstance(until, str) else until or ()),
+                    tuple(kwargs.get("eos_strings") or ())) for i, context in enumerate(contexts)]
+        return [engine_request(ask, self.tokenizer, self.max_length) for ask in asks]
 
     def all_gather(self, tensor):
         if self._world_size == 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -35,15 +36,38 @@ class RunRequest:
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
+def parse_shard(text: str | None, environ=None) -> tuple[int, int] | None:
+    """``i/n``; ``slurm``: this job array task's place in its array (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT: an
+    array 1-8 or 0-15:4 numbered from 0); ``auto``: the array's place inside one, else no shard."""
     if not text:
         return None
+    if text in ("slurm", "auto"):
+        return slurm_shard(text, os.environ if environ is None else environ)
     try:
         index, count = (int(x) for x in text.split("/"))
     except ValueError:
-        raise SuiteError(f"--shard {text!r}: expected i/n, e.g. 0/4 (0-based, as SLURM array ids)") from None
+        raise SuiteError(f"--shard {text!r}: expected i/n, e.g. 0/4 (0-based), slurm or auto") from None
     if count < 1 or not 0 <= index < count:
         raise SuiteError(f"--shard {text!r}: need 0 <= i < n")
+    return index, count
+
+
+def slurm_shard(text: str, environ) -> tuple[int, int] | None:
+    if "SLURM_ARRAY_TASK_ID" not in environ:
+        if text == "auto":
+            return None
+        raise SuiteError("--shard slurm: SLURM_ARRAY_TASK_ID is not set (this is not a Slurm job array task); submit "
+                         "with sbatch --array, or pass --shard I/N")
+    try:
+        task, count = int(environ["SLURM_ARRAY_TASK_ID"]), int(environ["SLURM_ARRAY_TASK_COUNT"])
+        first, step = int(environ.get("SLURM_ARRAY_TASK_MIN", 0)), int(environ.get("SLURM_ARRAY_TASK_STEP", 1))
+    except (KeyError, ValueError) as exc:
+        raise SuiteError(f"--shard {text}: Slurm's array variables are incomplete or not numbers ({exc}); pass "
+                         "--shard I/N") from None
+    index = (task - first) // max(step, 1)
+    if count < 1 or not 0 <= index < count:
+        raise SuiteError(f"--shard {text}: array task {task} is not one of {count} tasks from {first} by {step}; pass "
+                         "--shard I/N")
     return index, count
 
 

@@ -157,6 +157,7 @@ class Runner:
             self.plans = [SuitePlan(r, get_suite(r.suite))]
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
+        shard = parse_shard(r.shard)  # a Slurm shard outside an array is bad input before the model loads
         threads, self.threads_chosen_by = machine.choose_threads(r.threads)
         import torch  # here, not at the top: planning and --help load no heavy library
 
@@ -168,7 +169,6 @@ class Runner:
         self.label = default_label(r)
         for plan in self.plans:
             plan.driver.check_with_tokenizer(self.evaluand.tokenizer)  # lengths the prompts or documents cannot fill
-        shard = parse_shard(r.shard)
         raw = Path(r.store).parent / "raw"
         if not r.store.startswith("file:") and raw.exists() and not raw.is_dir():
             raise SuiteError(f"--store {r.store!r}: {str(raw)!r} beside it is a file, where raw lm-eval output goes; "
@@ -177,9 +177,9 @@ class Runner:
         self.units = select_shard(planned, shard)
         if shard is not None and not self.units:
             groups = len({(u.suite, u.task) for u in planned})
-            raise SuiteError(f"--shard {r.shard}: this shard holds no units (the run has {groups} task "
-                             f"group{'s' if groups != 1 else ''}, split whole across shards); use at most {groups} "
-                             "shards")
+            raise SuiteError(f"--shard {r.shard} ({shard[0]}/{shard[1]}): this shard holds no units (the run has "
+                             f"{groups} task group{'s' if groups != 1 else ''}, split whole across shards); use at "
+                             f"most {groups} shards")
         # opened last: bad input above never creates or touches a store; a dry run creates none
         self.store = None if r.dry_run and not r.store.startswith("file:") and not Path(r.store).exists() else Store(
             r.store, readonly=r.dry_run)

@@ -1,15 +1,16 @@
-"""lm/wrapper.py's CCQEvalLM on its own (no suite): it implements the adapter interface, holds the budget and the
-decoding hooks for one block only, refuses to truncate, ends generation at ``eos_strings``, and scores the answers'
-NLL from the decoding prefill equal to lm-eval's loglikelihood, their reference."""
+"""lm/wrapper.py's CCQEvalLM on its own (no suite): it implements the adapter interface, holds the budget for one block
+only, refuses to truncate, ends generation at ``eos_strings``, and scores a continuation's NLL from the decoding
+prefill equal to lm-eval's loglikelihood, its reference; its ``generate`` (the suites' call) and lm-eval's
+``generate_until`` give the same text."""
 
 from __future__ import annotations
 
 import pytest
 from lm_eval.api.instance import Instance
 
+from ccq_eval.generation.text import Ask, completion_text, engine_request, model_stop_ids
 from ccq_eval.lm.adapter import ModelAdapter
-from ccq_eval.lm.decoding import DecodingHooks
-from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong, stop_tokens
+from ccq_eval.lm.wrapper import CCQEvalLM, PromptTooLong
 from ccq_eval.models import load_model
 
 
@@ -19,26 +20,21 @@ def lm():
     return CCQEvalLM(model, tokenizer, max_length=256, batch_size=2)
 
 
-def generate(lm, prompts, tokens=8):
-    gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": tokens, "until": []}
+def generate(lm, prompts, tokens=8, **kwargs):
+    gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": tokens, "until": [], **kwargs}
     return lm.generate_until([Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)])
 
 
 def test_the_real_adapter_implements_the_interface(lm):
     assert isinstance(lm, ModelAdapter) and lm.scores_text and (lm.rank, lm.world_size) == (0, 1)
-    assert lm.prompt_key("abc") == tuple(lm.tok_batch_encode(["abc"])[0][0].tolist())
 
 
-def test_budget_and_hooks_hold_for_their_block_only(lm):
+def test_budget_holds_for_its_block_only(lm):
     with pytest.raises(RuntimeError):
         with lm.budget(64):
             assert lm.max_length == 64
             raise RuntimeError
     assert lm.max_length == 256
-    hooks = DecodingHooks()
-    with lm.decoding(hooks):
-        assert lm._hooks is hooks
-    assert lm._hooks is None
 
 
 def test_a_prompt_past_the_budget_is_refused_not_cut(lm):
@@ -50,21 +46,34 @@ def test_a_prompt_past_the_budget_is_refused_not_cut(lm):
 
 def test_eos_strings_end_generation_at_their_last_token(lm):
     newline = lm.tokenizer.encode("\n", add_special_tokens=False)[-1]
-    ids, least = stop_tokens(lm.model, lm.tokenizer, ["\n"])
-    assert newline in ids and lm.tokenizer.eos_token_id in ids and least == 1
-    assert stop_tokens(lm.model, lm.tokenizer, []) == (ids - {newline}, 0)
+    request = engine_request(Ask(0, "abc", 8, eos_strings=("\n",)), lm.tokenizer, 256)
+    assert request.stop_ids == {newline} and request.min_new_tokens == 1
+    assert engine_request(Ask(0, "abc", 8), lm.tokenizer, 256).stop_ids == frozenset()
+    assert lm.tokenizer.eos_token_id in model_stop_ids(lm.model, lm.tokenizer)  # the model's own: added by generate
+
+
+def test_generate_and_generate_until_give_the_same_text(lm):
+    prompts = ["The special magic number for quiet-river is 4417. The number is", "Some other words, then", "A"]
+    for kwargs in ({}, {"until": ["e"]}, {"eos_strings": [" "]}):
+        asks = [Ask(i, p, 12, tuple(kwargs.get("until", ())), tuple(kwargs.get("eos_strings", ())))
+                for i, p in enumerate(prompts)]
+        results = lm.generate([engine_request(a, lm.tokenizer, 256) for a in asks])
+        texts = [completion_text(lm.tokenizer, r.tokens, engine_request(a, lm.tokenizer, 256).until)
+                 for a, r in zip(asks, results)]
+        assert texts == generate(lm, prompts, 12, **kwargs)
+    assert any(len(t) < 12 for t in generate(lm, prompts, 12, until=["e"]))  # the stop string cut something
 
 
 def test_continuation_nlls_from_the_prefill_equal_loglikelihood(lm):
     prompts = ["The special magic number for quiet-river is 4417. The number is", "Some other words, then"]
     answers = [" 4417.", " words."]
-    hooks = DecodingHooks(score_continuations={
-        lm.prompt_key(p): lm.tokenizer(a, add_special_tokens=False)["input_ids"] for p, a in zip(prompts, answers)})
-    with lm.decoding(hooks):
-        fused = generate(lm, prompts)
-    assert fused == generate(lm, prompts)  # scoring from the prefill changes no generated token
+    plain = lm.generate([engine_request(Ask(i, p, 8), lm.tokenizer, 256) for i, p in enumerate(prompts)])
+    fused = lm.generate([engine_request(Ask(i, p, 8, score=a), lm.tokenizer, 256)
+                         for i, (p, a) in enumerate(zip(prompts, answers))])
+    assert [r.tokens for r in fused] == [r.tokens for r in plain]  # scoring from the prefill changes no token
+    assert all(r.continuation_nll is None for r in plain)
     reference = lm.loglikelihood([Instance("loglikelihood", {}, (p, a), i)
                                   for i, (p, a) in enumerate(zip(prompts, answers))])
-    for p, a, (logprob, _) in zip(prompts, answers, reference):
+    for result, a, (logprob, _) in zip(fused, answers, reference):
         tokens = len(lm.tokenizer(a, add_special_tokens=False)["input_ids"])
-        assert hooks.continuation_nlls[lm.prompt_key(p)] == pytest.approx(-logprob / tokens, rel=1e-4, abs=1e-5)
+        assert result.continuation_nll == pytest.approx(-logprob / tokens, rel=1e-4, abs=1e-5)

@@ -136,8 +136,8 @@ def test_empty_generations_are_a_warning_on_a_complete_unit(tokenizer_dir, tmp_p
     from tests.oracle import OracleLM
 
     class Silent(OracleLM):
-        def generate_until(self, requests, disable_tqdm=False):
-            return ["" for _ in requests]
+        def respond(self, prompt):
+            return ""
 
     def load(req, max_length):
         evaluand = oracle_loader(tokenizer_dir)(req, max_length)

@@ -178,6 +178,50 @@ def test_shards_partition_the_units_and_ingest_merges_them(tokenizer_dir, tmp_pa
     assert "0 runs, 0 units added" in out.splitlines()[-1]
 
 
+def test_a_slurm_array_merged_by_ingest_equals_a_single_run(tokenizer_dir, tmp_path, monkeypatch, capsys):
+    """`--shard slurm` in each task of an array numbered 1-3 (sbatch --array=1-3), as docs/reliability.md's script
+    runs it, then its ingest step: the merged store holds the single run's units, metrics and samples."""
+    whole, parts = tmp_path / "whole.db", [tmp_path / f"part{task}.db" for task in (1, 2, 3)]
+    assert run_suite(request(whole, lengths="1k,2k"), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
+    for task, part in zip((1, 2, 3), parts):
+        for name, value in (("ID", task), ("MIN", 1), ("MAX", 3), ("COUNT", 3), ("STEP", 1)):
+            monkeypatch.setenv(f"SLURM_ARRAY_TASK_{name}", str(value))
+        assert run_suite(request(part, lengths="1k,2k", shard="slurm"), oracle_loader(tokenizer_dir),
+                         out=lambda *_: None) == 0
+    assert all(unit_rows(p) for p in parts)  # three units a shard: one task group each
+    merged = tmp_path / "merged.db"
+    assert main(["ingest", *map(str, parts), "--store", str(merged)]) == 0
+    rows = ("SELECT u.unit_key, u.task, u.context_length, s.idx, s.score, s.prediction, s.target FROM samples s "
+            "JOIN units u ON u.id = s.unit_id ORDER BY 1, 4")
+    assert sqlite3.connect(merged).execute(rows).fetchall() == sqlite3.connect(whole).execute(rows).fetchall()
+    metrics = "SELECT u.unit_key, m.metric, m.value FROM metrics m JOIN units u ON u.id = m.unit_id ORDER BY 1, 2"
+    assert sqlite3.connect(merged).execute(metrics).fetchall() == sqlite3.connect(whole).execute(metrics).fetchall()
+
+
+@pytest.mark.parametrize("variables,shard", [({"ID": "9", "MIN": "1", "COUNT": "3", "STEP": "4"}, (2, 3)),
+                                             ({"ID": "0", "COUNT": "4"}, (0, 4))])
+def test_slurm_array_numbering(variables, shard):
+    """An array 1-9:4 (tasks 1, 5, 9) and a plain 0-3: each task's place from 0."""
+    from ccq_eval.run.request import parse_shard
+
+    environ = {f"SLURM_ARRAY_TASK_{k}": v for k, v in variables.items()}
+    assert parse_shard("slurm", environ) == parse_shard("auto", environ) == shard
+
+
+def test_slurm_shard_outside_an_array_is_bad_input_and_auto_runs_everything(tokenizer_dir, tmp_path, monkeypatch):
+    from ccq_eval.run.request import parse_shard
+    from ccq_eval.suites.base import SuiteError
+
+    for name in ("ID", "COUNT", "MIN", "STEP"):
+        monkeypatch.delenv(f"SLURM_ARRAY_TASK_{name}", raising=False)
+    with pytest.raises(SuiteError, match="SLURM_ARRAY_TASK_ID is not set"):
+        run_suite(request(tmp_path / "s.db", shard="slurm"), oracle_loader(tokenizer_dir), out=lambda *_: None)
+    assert not (tmp_path / "s.db").exists()
+    assert parse_shard("auto", {}) is None
+    with pytest.raises(SuiteError, match="not one of 3 tasks"):
+        parse_shard("slurm", {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "3"})
+
+
 def test_ingest_refuses_runs_without_provenance(tokenizer_dir, tmp_path, capsys):
     source = tmp_path / "src.db"
     run_suite(request(source), oracle_loader(tokenizer_dir), out=lambda *_: None)

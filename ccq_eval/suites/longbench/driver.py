@@ -1,6 +1,6 @@
 """The LongBench suite's driver, in three stages: data (the records parsed once per run; each unit's prompts built,
-middle-truncated, once and frozen in the cache), generate (one lm-eval evaluation per unit through
-tasks/longbench), score (LongBench's metric of each prediction, a pure function of the records and the outputs:
+middle-truncated, once and frozen in the cache), generate (the unit's prompts through the model's
+engine: greedy, pred.py's budget), score (LongBench's metric of each prediction, a pure function of the records and the outputs:
 `ccq-eval rescore` reruns it)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.driver import Driver, Generated, UnitData
+from ccq_eval.suites.generating import Ask, generate_answers
 from ccq_eval.suites.longbench import data as longbench
 from ccq_eval.suites.longbench.scoring import score as longbench_score
-from ccq_eval.suites.longbench.tasks import TASKS
-from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries, mean_metric, prediction_counts
+from ccq_eval.suites.longbench.tasks import TASKS, eos_strings
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 
 
 class LongBenchDriver(Driver):
@@ -55,13 +55,12 @@ class LongBenchDriver(Driver):
         return UnitData(docs, fingerprint)
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
-        out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed,
-                       unit.context_length)
-        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+        spec = TASKS[self.key(unit.task)]
+        answers = generate_answers(model, [Ask(doc["index"], doc["prompt"], spec.max_gen, eos_strings=eos_strings(spec))
+                                           for doc in data.records], unit.context_length)
+        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        outputs = {entry["doc"]["index"]: {"prediction": entry["filtered_resps"][0]}
-                   for entry, _ in logged_entries(out, unit.task, len(data.records))}
-        return Generated(outputs, raw=without_samples(out))
+        return Generated({index: {"prediction": a.text} for index, a in answers.items()})
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         """LongBench's metric of each prediction (its eval.py, as tasks/longbench's process_results scores it)."""

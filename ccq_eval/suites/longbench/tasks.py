@@ -10,6 +10,8 @@ triviaqa and samsum ("\\n{input}" for "\\n\\n{input}") and for lcc and repobench
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 
 _PASSAGES_QA = ("Answer the question based on the given passages. Only give me the answer and do not output any "
@@ -81,6 +83,11 @@ TASKS: dict[str, LongBenchTask] = {t.key: t for t in (
 RELEASED_SAMPLES = {key: {"multifieldqa_en": 150, "lcc": 500, "repobench-p": 500}.get(key, 200) for key in TASKS}
 
 
+def eos_strings(task: LongBenchTask) -> tuple[str, ...]:
+    """The strings whose last token also ends a generation (pred.py: samsum's newline)."""
+    return ("\n",) if task.stop_at_newline else ()
+
+
 def generation_yaml(task: LongBenchTask) -> str:
     """The task's generation settings in its YAML: pred.py's budget, greedy, samsum's newline stop."""
     return ("generation_kwargs:\n"
@@ -88,4 +95,4 @@ def generation_yaml(task: LongBenchTask) -> str:
             "  do_sample: false\n"
             "  temperature: 0.0\n"
             "  until: []\n"
-            + ('  eos_strings: ["\\n"]\n' if task.stop_at_newline else ""))
+            + (f"  eos_strings: {json.dumps(list(eos_strings(task)))}\n" if eos_strings(task) else ""))

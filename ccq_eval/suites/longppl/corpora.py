@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccq_eval.data import HELDOUT_ESSAYS, SHIPPED_ESSAYS, local
-from ccq_eval.data.cache import cache_root, content_hash, load_or_build, stable_hash
+from ccq_eval.data.cache import content_hash, load_or_build, stable_hash
 from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.errors import BadInput
 
@@ -214,15 +214,6 @@ def fetch(corpora: list[str] | None = None, progress=print) -> list[Path]:
 
 
 DOCS_VERSION = 1
-
-
-def lm_eval_docs_key(selection: Selection, length: int) -> dict:
-    return {"docs": "longppl-lm-eval", "version": DOCS_VERSION, "corpus": selection.corpus,
-            "selection": selection.fingerprint, "length": length}
-
-
-def lm_eval_docs_path(key: dict) -> Path:
-    return cache_root() / "longppl-docs" / f"{key['corpus']}-L{key['length']}-{stable_hash(key)[:16]}.jsonl"
 
 
 def lm_eval_docs(selection: Selection, tokenizer, length: int) -> list[dict]:

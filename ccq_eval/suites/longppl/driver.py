@@ -1,13 +1,14 @@
 """The long-context perplexity suite's driver. Default engine "one-pass": one forward per sequence at
 L_max (chunked, cache carried) gives every length from prefix sums of the per-token NLL. Engine
 "lm-eval": lm-eval's loglikelihood_rolling on the sequences truncated to each length, through the
-tasks/longppl plugins (the cross-check; it evaluates every length separately). A measurement, not a scored
+tasks/longppl plugins as stock lm-eval runs them, each building its documents from the metadata (the cross-check; it
+evaluates every length separately). A measurement, not a scored
 output: it overrides run_units rather than the three stages, and `ccq-eval rescore` refuses it."""
 
 from __future__ import annotations
 
-from ccq_eval.data.cache import load_or_build, stable_hash
-from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
+from ccq_eval.data.cache import stable_hash
+from ccq_eval.lm.harness import evaluate, without_samples
 from ccq_eval.suites.driver import Driver
 from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import bucket_sums, check_finite, perplexity, prefix_nll_sums, sequence_nll
@@ -107,14 +108,17 @@ class LongpplDriver(Driver):
     def _lm_eval(self, task: str, units, evaluand):
         results = []
         selection = self.selection(task, evaluand.tokenizer)
-        for unit in units:  # each length's documents built once, frozen, handed to lm-eval in process
-            key = longppl.lm_eval_docs_key(selection, unit.context_length)
-            docs = load_or_build(longppl.lm_eval_docs_path(key), key, lambda: longppl.lm_eval_docs(
-                selection, evaluand.tokenizer, unit.context_length))[0]
-            out = evaluate(evaluand.lm, with_records(plugin_config(task), docs), self.inputs.seed, self.l_max)
+        for unit in units:  # one length at a time; the plugin selects and cuts the same documents from the metadata
+            metadata = {"tokenizer": evaluand.tokenizer_path, "max_seq_lengths": [unit.context_length],
+                        "num_samples": self.inputs.samples, "l_max": self.l_max, "data_dir": self.inputs.data_dir or "",
+                        "max_length": self.l_max}
+            out = evaluate(evaluand.lm, task, self.inputs.seed, self.l_max, metadata=metadata)
             if out is None:  # a data-parallel rank other than 0
                 continue
             logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
+            if len(logged) != len(selection.sequences):
+                raise RuntimeError(f"lm-eval scored {len(logged)} {task} documents; the selection holds "
+                                   f"{len(selection.sequences)}")
             nll_sums = [-float(e["resps"][0][0]) if isinstance(e["resps"][0], list) else -float(e["resps"][0])
                         for e in logged]
             results.append((unit, self._outcome(unit, selection, nll_sums, None, raw=without_samples(out))))

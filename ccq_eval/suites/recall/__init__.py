@@ -24,14 +24,16 @@ class RecallSuite(Suite):
         return length_units(self.name, task, results, "contains", True) if task in self.all_tasks else None
 
     def task_files(self):
+        import json
+
         from ccq_eval.suites.plugin_args import reported_lengths
-        from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION
+        from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION, UNTIL
         from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
 
         metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True,
                                    reported_lengths(self))
         generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
-                      f"  max_gen_toks: {MAX_GEN}\n  until: [\"\\n\"]\n")
+                      f"  max_gen_toks: {MAX_GEN}\n  until: [{json.dumps(UNTIL)}]\n")
         return {f"{task}.yaml": task_yaml(self.name, task, {"recall_task": task}, TASK_VERSION,
                                           more=generation + metrics) for task in self.tasks}
 

@@ -1,6 +1,6 @@
 """The recall suite's driver, in three stages: data (the records read once per run; each unit's documents cut to
-its length and put in the task's prompt once, frozen in the cache), generate (one lm-eval evaluation per unit
-through tasks/recall: greedy, up to 48 tokens, stopped at the first newline), score (contains: any answer in the
+its length and put in the task's prompt once, frozen in the cache), generate (the unit's prompts through the
+model's engine: greedy, up to 48 tokens, stopped at the first newline), score (contains: any answer in the
 prediction, a pure function of the records and the outputs: `ccq-eval rescore` reruns it)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
-from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.driver import Driver, Generated, UnitData
-from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries, mean_metric, prediction_counts
+from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 from ccq_eval.suites.recall import data as recall
 from ccq_eval.suites.recall.scoring import contains
-from ccq_eval.suites.recall.tasks import ANSWER_RESERVE, MAX_GEN, REFERENCE_COMMIT, TASK_VERSION, TASKS
+from ccq_eval.suites.recall.tasks import ANSWER_RESERVE, MAX_GEN, REFERENCE_COMMIT, TASK_VERSION, TASKS, UNTIL
 
 
 class RecallDriver(Driver):
@@ -31,7 +31,7 @@ class RecallDriver(Driver):
 
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         spec = TASKS[task]
-        settings = {"task_version": TASK_VERSION, "max_gen_toks": MAX_GEN, "until": "\n",
+        settings = {"task_version": TASK_VERSION, "max_gen_toks": MAX_GEN, "until": UNTIL,
                     "cut": f"{length - ANSWER_RESERVE} tokens of the document, "
                            + (f"centred on the earliest of {', '.join(spec.answer_fields)}" if spec.centred_on_answer
                               else "from its start"),
@@ -50,12 +50,12 @@ class RecallDriver(Driver):
         """The prompt is the cut document and its question, a few tokens past the cut's budget: the model's budget
         is the longest prompt plus the 48 tokens to generate, so no prompt is ever cut again."""
         budget = max(doc["prompt_tokens"] for doc in data.records) + MAX_GEN
-        out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed, budget)
-        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+        answers = generate_answers(model, [Ask(doc["index"], doc["prompt"], MAX_GEN, until=(UNTIL,))
+                                           for doc in data.records], budget)
+        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        outputs = {entry["doc"]["index"]: {"prediction": entry["filtered_resps"][0]}
-                   for entry, _ in logged_entries(out, unit.task, len(data.records))}
-        return Generated(outputs, {"generation_budget": budget}, raw=without_samples(out))
+        return Generated({index: {"prediction": a.text} for index, a in answers.items()},
+                         {"generation_budget": budget})
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         samples = []

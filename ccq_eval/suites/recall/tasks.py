@@ -12,6 +12,7 @@ from typing import Callable
 
 REFERENCE_COMMIT = "7490f22bda3e38dc057bcbaffe6bdb09b4d475e6"  # HazyResearch/prefix-linear-attention
 MAX_GEN = 48  # construct_requests: {"until": ["\n"], "max_gen_toks": 48}
+UNTIL = "\n"
 ANSWER_RESERVE = 50  # --answer_length: the cut keeps context_length - 50 tokens of the document
 TASK_VERSION = 2
 _MARKERS = re.compile(r"\[PAR\]|\[DOC\]|\[TLE\]")

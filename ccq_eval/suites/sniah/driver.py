@@ -1,38 +1,22 @@
 """The S-NIAH suite's driver, in three stages: data (RULER's generator, run once per data key and frozen in the
-cache), generate (one lm-eval evaluation per unit through tasks/sniah, with the answers' NLL from the decoding
-prefill and a row stopped once every needle value is out), score (RULER's string match on each prediction, a pure
-function of the records and the outputs: `ccq-eval rescore` reruns it)."""
+cache), generate (the unit's prompts through the model's engine, greedy with RULER's budget, each answer's NLL
+measured from the decoding prefill and a row stopped once every needle value is out), score (RULER's string match on
+each prediction, a pure function of the records and the outputs: `ccq-eval rescore` reruns it)."""
 
 from __future__ import annotations
 
 import functools
 
 from ccq_eval.data.cache import stable_hash, tokenizer_fingerprint
-from ccq_eval.lm.decoding import DecodingHooks
-from ccq_eval.lm.harness import evaluate, plugin_config, with_records, without_samples
 from ccq_eval.suites.base import format_length
 from ccq_eval.suites.driver import Driver, Generated, UnitData
-from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, logged_entries, mean_metric, prediction_counts
+from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 from ccq_eval.suites.sniah import data as sniah
 from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
 from ccq_eval.suites.sniah.protocol import TASK_VERSION, TOKENS_TO_GENERATE
 from ccq_eval.suites.sniah.scoring import answer_prefix, ruler_string_match
 from ccq_eval.suites.sniah.sizing import SniahError, prompt_of
-
-EARLY_STOP = True  # stop a row once every needle value is in its output (False: every generated token, the reference)
-FUSED_ANSWER_NLL = True  # score answers from the generation's prefill (False: loglikelihood only, the reference)
-
-
-def mean_answer_nll(lm, tokenizer, prompts_and_answers: list[tuple[str, str]]) -> list[float]:
-    """Teacher-forced mean NLL per token of ' ' + answer after each prompt (lm-eval's loglikelihood)."""
-    from lm_eval.api.instance import Instance
-
-    requests = [Instance("loglikelihood", doc={}, arguments=(prompt, " " + answer), idx=i)
-                for i, (prompt, answer) in enumerate(prompts_and_answers)]
-    results = lm.loglikelihood(requests, disable_tqdm=True)
-    return [-logprob / len(tokenizer(" " + answer, add_special_tokens=False)["input_ids"])
-            for (logprob, _), (_, answer) in zip(results, prompts_and_answers)]
-
 
 # points between the drawn depth and where the needle went before a unit says so: RULER rounds the depth down to
 # a sentence boundary, so a short haystack of a few sentences moves it by up to one sentence's share
@@ -131,50 +115,21 @@ class SniahDriver(Driver):
 
     # --- generate -------------------------------------------------------------------------------
 
-    def _decoding_hooks(self, task: str, records: list[dict],
-                        model) -> tuple[DecodingHooks, dict[int, tuple[int, ...]]]:
-        """(this unit's decoding hooks, sample index -> its prompt's key); none for a model that does not score
-        text (it only generates)."""
-        lm, hooks = model.lm, DecodingHooks()
-        if not lm.scores_text:
-            return hooks, {}
-        keys = {d["index"]: lm.prompt_key(prompt_of(d)) for d in records}
-        if FUSED_ANSWER_NLL:
-            hooks.score_continuations = {keys[d["index"]]: model.tokenizer(" " + self.answer(d),
-                                                                           add_special_tokens=False)["input_ids"]
-                                         for d in records}
-        if EARLY_STOP:  # once a row's output scores 1, no later token can change it (RULER scores containment);
-            # the answer prefix is fixed by then too
-            hooks.stop_when = {keys[d["index"]]: functools.partial(self.scores_full, task, references=d["outputs"])
-                               for d in records}
-        return hooks, keys
-
-    def _answer_nlls(self, docs: list[dict], hooks: DecodingHooks, keys: dict, model) -> tuple[list, int]:
-        """(per sample: the answer's mean NLL per token, how many came from the decoding prefill), when the LM
-        scores text: partial retrieval shows here long before exact match moves."""
-        if not keys:
-            return [None] * len(docs), 0
-        nlls = [hooks.continuation_nlls.get(keys.get(d["index"])) for d in docs]
-        missing = [i for i, v in enumerate(nlls) if v is None]
-        if missing:  # the reference: lm-eval's loglikelihood, for any prompt the prefill did not score
-            slow = mean_answer_nll(model.lm, model.tokenizer,
-                                   [(prompt_of(docs[i]), self.answer(docs[i])) for i in missing])
-            for i, value in zip(missing, slow):
-                nlls[i] = value
-        return nlls, len(docs) - len(missing)
+    def asks(self, task: str, records: list[dict]) -> list[Ask]:
+        """Each sample's generation: RULER's budget, no stop string; the answer scored from the prefill (partial
+        retrieval shows in its NLL long before exact match moves); the row stopped once its output scores 1 (RULER
+        scores containment, so no later token can change it, and the answer prefix is fixed by then too)."""
+        return [Ask(d["index"], prompt_of(d), self.tokens_to_generate(task), score=" " + self.answer(d),
+                    stop_when=functools.partial(self.scores_full, task, references=d["outputs"])) for d in records]
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
-        hooks, keys = self._decoding_hooks(unit.task, data.records, model)
-        out = evaluate(model.lm, with_records(plugin_config(unit.task), data.records), self.inputs.seed,
-                       unit.context_length, hooks=hooks)
-        if out is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+        answers = generate_answers(model, self.asks(unit.task, data.records), unit.context_length)
+        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
             return None
-        entries = [entry for entry, _ in logged_entries(out, unit.task, len(data.records))]
-        nlls, from_prefill = self._answer_nlls([entry["doc"] for entry in entries], hooks, keys, model)
-        outputs = {entry["doc"]["index"]: {"prediction": entry["filtered_resps"][0], "answer_nll": nll}
-                   for entry, nll in zip(entries, nlls)}
-        # how many answer NLLs came from the generation's prefill (the rest: loglikelihood)
-        return Generated(outputs, {"answer_nll_from_prefill": from_prefill}, raw=without_samples(out))
+        outputs = {index: {"prediction": a.text, "answer_nll": a.continuation_nll} for index, a in answers.items()}
+        # how many answer NLLs the model measured (none for a model that only generates)
+        scored = sum(1 for a in answers.values() if a.continuation_nll is not None)
+        return Generated(outputs, {"answer_nll_from_prefill": scored})
 
     # --- score ----------------------------------------------------------------------------------
 

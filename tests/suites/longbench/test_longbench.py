@@ -73,8 +73,8 @@ class MappingLM:
         from tests.oracle import GeneratesOnly
 
         class _LM(GeneratesOnly, LM):
-            def generate_until(self, requests, disable_tqdm=False):
-                return [answers.get(r.args[0], "") for r in requests]
+            def respond(self, prompt):
+                return answers.get(prompt, "")
 
             def loglikelihood(self, requests, disable_tqdm=False):
                 raise NotImplementedError

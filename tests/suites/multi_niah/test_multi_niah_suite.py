@@ -1,10 +1,9 @@
-"""`ccq-eval --suite multi_niah` end to end: scripted oracles through lm-eval (every value, none, half of them),
+"""`ccq-eval --suite multi_niah` end to end: scripted oracles through the suite's generate stage (every value, none, half of them),
 RULER's string_match_all per sample, the early-stop rule over every expected value, the frozen data, and a zoo
 model through the command line."""
 
 import json
 import sqlite3
-from types import SimpleNamespace
 
 import pytest
 
@@ -67,15 +66,12 @@ def test_early_stop_waits_for_every_expected_value(tokenizer_dir):
     from tests.helpers import byte_tokenizer
 
     record = multi.generate("niah_multivalue", byte_tokenizer(), 1024, 1, seed=0, haystack=_essays())[0]
-    lm = SimpleNamespace(scores_text=True, prompt_key=lambda prompt: ("key", len(prompt)))
-    model = SimpleNamespace(lm=lm, tokenizer=byte_tokenizer())
-    hooks, keys = MultiNiahDriver(None)._decoding_hooks(record.get("task", "niah_multikey_1"), [record], model)
-    stop = hooks.stop_when[keys[record["index"]]]
+    (ask,) = MultiNiahDriver(None).asks(record.get("task", "niah_multivalue"), [record])
     values = record["outputs"]
-    assert not stop(" " + ", ".join(values[:3]))
-    assert stop(" " + ", ".join(values) + ".")
+    assert not ask.stop_when(" " + ", ".join(values[:3]))
+    assert ask.stop_when(" " + ", ".join(values) + ".")
     # the answers' NLL is scored on every value, as one continuation
-    assert byte_tokenizer().decode(hooks.score_continuations[keys[record["index"]]]) == " " + ", ".join(values)
+    assert ask.score == " " + ", ".join(values)
 
 
 def _essays():

@@ -1,21 +1,18 @@
 """S-NIAH's early stop: a row stops decoding once every needle value is in its output. Lossless, because
 RULER's string_match_all only asks whether each value is contained in the output: shown on random outputs
-against the full strings, and on a real tiny model's greedy decoding through lm-eval against the 128-token
-decoding of the same prompts (same scores and answer prefixes, fewer decoding steps)."""
+against the full strings, and on a real tiny model's greedy decoding through the model's engine (the driver's own
+call) against the 128-token decoding of the same prompts (same scores and answer prefixes, fewer decoding steps)."""
 
 from __future__ import annotations
 
 import functools
 import random
 
-from lm_eval.api.instance import Instance
-
-from ccq_eval.lm.decoding import DecodingHooks
+from ccq_eval.generation.text import Ask, completion_text, engine_request
 from ccq_eval.lm.wrapper import CCQEvalLM
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix, ruler_string_match
 from ccq_eval.models import load_model
 
-GEN = {"do_sample": False, "temperature": 0.0, "max_gen_toks": 128, "until": []}
 
 
 def first_stop(text: str, values: list[str]) -> str:
@@ -40,8 +37,12 @@ def test_the_rule_never_changes_a_score_on_random_outputs():
         assert answer_prefix(stopped, values[0]) == answer_prefix(full, values[0])
 
 
-def generate(lm, prompts):
-    return lm.generate_until([Instance("generate_until", {}, (p, dict(GEN)), i) for i, p in enumerate(prompts)])
+def generate(lm, prompts, values=None):
+    """(texts, decoding steps asked of the predicates): S-NIAH's asks, each stopped once its values are out."""
+    asks = [Ask(i, p, 128, stop_when=None if values is None else functools.partial(all_values_found, values=values[i]))
+            for i, p in enumerate(prompts)]
+    results = lm.generate([engine_request(ask, lm.tokenizer, 512) for ask in asks])
+    return ([completion_text(lm.tokenizer, r.tokens, ()) for r in results], sum(r.predicate_steps for r in results))
 
 
 def test_stopping_rows_score_as_full_decoding_in_fewer_steps():
@@ -49,19 +50,15 @@ def test_stopping_rows_score_as_full_decoding_in_fewer_steps():
     lm = CCQEvalLM(model, tokenizer, max_length=512, batch_size=2)
     prompts = ["The special magic number is 4417. What is it? ", "Remember 93 and 27; recall them: ",
                "no needle here at all, just words: "]
-    full = generate(lm, prompts)  # no predicates: every row decodes its 128 tokens
-    assert [len(text.encode()) for text in full] == [128] * 3, full  # bytes: one token each
+    full, steps = generate(lm, prompts)  # no predicates: every row decodes its 128 tokens
+    assert [len(text.encode()) for text in full] == [128] * 3 and steps == 0, full  # bytes: one token each
     # needle values that the model's output does contain (as a retrieving model's would), and one it never does
     values = [[full[0][5:9]], [full[1][2:5], full[1][30:33]], ["needle-never-said"]]
-    hooks = DecodingHooks(stop_when={lm.prompt_key(p): functools.partial(all_values_found, values=v)
-                                     for p, v in zip(prompts, values)})
-    with lm.decoding(hooks):
-        early = generate(lm, prompts)
-    assert generate(lm, prompts) == full  # the hooks held for that call only
+    early, steps = generate(lm, prompts, values)
     for text, stopped, v in zip(full, early, values):
         assert text.startswith(stopped)
         assert ruler_string_match(stopped, v) == ruler_string_match(text, v)
         assert answer_prefix(stopped, v[0]) == answer_prefix(text, v[0])
     assert early[0] == first_stop(full[0], values[0]) and early[1] == first_stop(full[1], values[1])
     assert early[2] == full[2]  # never satisfied: decodes to the budget
-    assert hooks.decode_steps == len(early[0]) + len(early[1]) + 128 < 3 * 128, hooks.decode_steps
+    assert steps == len(early[0]) + len(early[1]) + 128 < 3 * 128, steps

@@ -70,25 +70,36 @@ def test_lm_and_longbench_tables_carry_stderr_intervals(tmp_path):
 
 @pytest.mark.parametrize("kind", ["gla", "ccq_gated_deltanet", "transformer"])
 def test_answer_nll_from_the_generation_prefill_equals_the_loglikelihood_reference(kind, tmp_path, monkeypatch):
-    """The fast path (answers scored from the prefill that starts decoding, left-padded batches) against
-    lm-eval's loglikelihood: same predictions, same NLL per sample, and every sample took the fast path."""
+    """The fast path (answers scored from the prefill that starts decoding, packed or left-padded batches) against
+    lm-eval's loglikelihood of the same prompts and answers: the same NLL per sample, every sample scored."""
+    from lm_eval.api.instance import Instance
+
+    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.models import load_model
     from ccq_eval.suites.sniah import driver as suite_sniah
 
     monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
     torch.manual_seed(0)
     folder = save_checkpoint(tiny_model(kind), tmp_path / "m")
-    results = {}
-    for fused in (True, False):
-        monkeypatch.setattr(suite_sniah, "FUSED_ANSWER_NLL", fused)
-        store = tmp_path / f"{fused}.db"
-        assert main(["--model", str(folder), "--suite", "sniah", "--tasks", "1,2", "--lengths", "1k", "--samples", "5",
-                     "--batch-size", "3", "--store", str(store), "--device", "cpu"]) == 0
-        db = sqlite3.connect(store)
-        results[fused] = db.execute("SELECT u.task, s.idx, s.prediction, s.fields FROM samples s "
-                                    "JOIN units u ON u.id = s.unit_id ORDER BY u.task, s.idx").fetchall()
-        from_prefill = [json.loads(s)["answer_nll_from_prefill"] for (s,) in db.execute("SELECT settings FROM units")]
-        assert from_prefill == ([5, 5] if fused else [0, 0])
-    fast, reference = results[True], results[False]
-    assert [r[:3] for r in fast] == [r[:3] for r in reference] and len(fast) == 10
-    for a, b in zip(fast, reference):
-        assert json.loads(a[3])["answer_nll"] == pytest.approx(json.loads(b[3])["answer_nll"], abs=1e-5)
+    asked = []
+    real = suite_sniah.generate_answers
+
+    def spy(model, asks, budget):
+        asked.extend(asks)
+        return real(model, asks, budget)
+
+    monkeypatch.setattr(suite_sniah, "generate_answers", spy)
+    store = tmp_path / "s.db"
+    assert main(["--model", str(folder), "--suite", "sniah", "--tasks", "1,2", "--lengths", "1k", "--samples", "5",
+                 "--batch-size", "3", "--store", str(store), "--device", "cpu"]) == 0
+    db = sqlite3.connect(store)
+    fast = [json.loads(f)["answer_nll"] for (f,) in db.execute(
+        "SELECT s.fields FROM samples s JOIN units u ON u.id = s.unit_id ORDER BY u.task, s.idx")]
+    assert [json.loads(s)["answer_nll_from_prefill"] for (s,) in db.execute("SELECT settings FROM units")] == [5, 5]
+    model, tokenizer, _ = load_model(str(folder), device="cpu")
+    lm = CCQEvalLM(model, tokenizer, max_length=1024)
+    requests = [Instance("loglikelihood", {}, (ask.prompt, ask.score), i) for i, ask in enumerate(asked)]
+    reference = [-logprob / len(tokenizer(ask.score, add_special_tokens=False)["input_ids"])
+                 for (logprob, _), ask in zip(lm.loglikelihood(requests, disable_tqdm=True), asked)]
+    assert len(fast) == len(reference) == 10
+    assert fast == pytest.approx(reference, abs=1e-5)

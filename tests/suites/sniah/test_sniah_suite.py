@@ -40,8 +40,7 @@ def test_oracle_scores_100_and_a_wrong_oracle_0(tokenizer_dir, tmp_path, wrong, 
     assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6 * 8
     fields = [json.loads(f) for (f,) in db.execute("SELECT fields FROM samples")]
     assert all(0 <= f["depth"] <= 100 and f["prompt_tokens"] + 128 <= 2048 for f in fields)
-    raw = list((tmp_path / "raw").glob("*/*.json"))
-    assert len(raw) == 6 and "results" in json.loads(raw[0].read_text())
+    assert not (tmp_path / "raw").exists()  # no lm-eval output: the suite calls the model's engine itself
 
 
 def test_oracle_sees_the_exact_generated_prompts(tokenizer_dir, tmp_path):
@@ -179,10 +178,12 @@ def test_unwritable_store_is_refused_and_left_as_it_was(tmp_path, tokenizer_dir,
 
 
 def test_a_prompt_that_would_be_cut_fails_its_unit(tiny_ccq_dir, tmp_path, monkeypatch):
-    """If a prompt does not fit the wrapper's budget, the unit fails with the reason; it is not cut."""
-    from ccq_eval.lm.wrapper import CCQEvalLM
+    """If a prompt does not fit its unit's budget with the tokens to generate, the unit fails with the reason; it is
+    not cut (a frozen prompt made longer than its length)."""
+    from ccq_eval.suites.sniah import driver as sniah_driver
 
-    monkeypatch.setattr(CCQEvalLM, "max_length", property(lambda self: 700))
+    real = sniah_driver.prompt_of
+    monkeypatch.setattr(sniah_driver, "prompt_of", lambda doc: "x" * 600 + real(doc))
     store = tmp_path / "ccq.db"
     code = main(["--model", str(tiny_ccq_dir), "--suite", "sniah", "--tasks", "1", "--lengths", "1k",
                  "--samples", "2", "--store", str(store), "--device", "cpu"])
@@ -234,26 +235,6 @@ def test_data_is_built_once_per_unit_and_the_plugin_reads_the_frozen_file(tokeni
     assert sorted(generated) == ["sniah_1", "sniah_1", "sniah_2", "sniah_2"] and loaded == []
     assert scores(store) == {(t, L): 100.0 for t in ("sniah_1", "sniah_2") for L in (1024, 2048)}
 
-
-def test_records_reach_lm_eval_in_process_under_the_plugins_own_config(tokenizer_dir, tmp_path, monkeypatch):
-    """The driver hands lm-eval the plugin's config (tasks/sniah, as stock lm-eval reads it) with the records it
-    built as the dataset: the plugin's own data function, which builds from metadata, is never called."""
-    import lm_eval
-
-    from ccq_eval.lm.harness import plugin_config
-    from ccq_eval.suites.sniah import plugin
-
-    monkeypatch.setattr(plugin, "dataset_for_task", lambda *a, **k: pytest.fail("the plugin built data"))
-    configs, real = [], lm_eval.simple_evaluate
-    monkeypatch.setattr(lm_eval, "simple_evaluate", lambda **kw: configs.extend(kw["tasks"]) or real(**kw))
-    request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=3, store=str(tmp_path / "s.db"),
-                         label="oracle")
-    assert run_suite(request, oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
-    (config,) = configs
-    stock = plugin_config("sniah_1")
-    assert {k: v for k, v in config.items() if k != "custom_dataset"} == {k: v for k, v in stock.items()
-                                                                         if k != "custom_dataset"}
-    assert [r["index"] for r in config["custom_dataset"]()["test"]] == [0, 1, 2]
 
 def test_stock_lm_eval_builds_the_records_ccq_eval_builds(tokenizer_dir):
     """tasks/sniah under stock lm-eval (--include_path, metadata as its README says): the generated YAML names
