@@ -4,9 +4,8 @@
 
 from __future__ import annotations
 
-import logging
-
 import hashlib
+import logging
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,12 +39,12 @@ class LmDataError(BadInput):
 
 @lru_cache(maxsize=None)
 def task_config(task: str) -> dict:
-    """lm-eval's full config for one of its tasks (includes and !function tags resolved)."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
+    """lm-eval's full config for one of its tasks (includes and !function tags resolved), from the YAML its task index
+    names."""
     from ccq_eval.lm.harness import builtin_tasks
+    from ccq_eval.lm.task_yaml import read_task_yaml
 
-    return load_yaml(builtin_tasks().task_index[task].yaml_path, resolve_func=True)
+    return read_task_yaml(builtin_tasks().task_index[task].yaml_path)
 
 
 def scored_split(config: dict) -> str:
