@@ -46,8 +46,8 @@ def build(family: str, device: str, dtype: torch.dtype):
     """(backbone layer, CCQ layer) of the 1.3B shape with identical weights."""
     import copy
 
-    from ccq_eval.families.gated_deltanet.ccq import CCQGatedDeltaNet
-    from ccq_eval.families.gla.ccq import CCQGatedLinearAttention
+    from ccq_eval.family_models.gated_deltanet.ccq import CCQGatedDeltaNet
+    from ccq_eval.family_models.gla.ccq import CCQGatedLinearAttention
     from ccq_eval.models.ccq_read import CCQSettings, attach_ccq
 
     torch.manual_seed(0)

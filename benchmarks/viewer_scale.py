@@ -56,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from ccq_eval.report.view import write_report
+    from ccq_eval.view import write_report
 
     with tempfile.TemporaryDirectory(prefix="ccq-eval-viewer-") as folder:
         os.environ["CCQ_EVAL_CACHE"] = str(Path(folder) / "cache")

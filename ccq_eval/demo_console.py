@@ -110,7 +110,7 @@ def pair_lines(store, length: int) -> list[str]:
 
     from ccq_eval.report.paired_tests import p_text
     from ccq_eval.suites.base import format_length
-    from ccq_eval.report.catalogue.pairs import paired_cells, paired_results, seed_groups
+    from ccq_eval.catalogue.pairs import paired_cells, paired_results, seed_groups
     from ccq_eval.report.results import Results
 
     results = paired_results(paired_cells(Results(store)))

@@ -96,12 +96,36 @@ def arrows_back_up(graph) -> dict[str, set[str]]:
 
 def test_no_module_the_suites_import_imports_a_suite():
     """report/ is a kit below the suites (Table, formats, the results snapshot, the label conventions) and a
-    catalogue above them (report/catalogue/, report/view/): no arrow runs back up."""
+    catalogue above them (catalogue/, view/): no arrow runs back up."""
     graph = import_graph()
     below = modules_below_the_suites(graph)
     assert {"ccq_eval.report.table", "ccq_eval.report.entries", "ccq_eval.report.labels", "ccq_eval.lm.harness"} <= below
-    assert not below & {m for m in graph if m.startswith(("ccq_eval.report.catalogue", "ccq_eval.report.view"))}
+    assert not below & {m for m in graph if m.startswith(("ccq_eval.catalogue", "ccq_eval.view"))}
     assert arrows_back_up(graph) == {}
+
+
+def folder_graph(graph) -> dict[str, set[str]]:
+    """The package's top-level folders (and modules) -> those their modules import: what a folder-level picture of
+    the package draws."""
+    def folder(module: str) -> str:
+        return module.split(".")[1] if "." in module else module
+
+    folders = {folder(m): set() for m in graph}
+    for module, targets in graph.items():
+        folders[folder(module)] |= {folder(t) for t in targets} - {folder(module)}
+    return folders
+
+
+def test_no_circle_between_the_packages_folders():
+    """Every folder sits above or below another, never both: report's catalogue and viewer live above the suites
+    (catalogue/, view/), the lm-eval results importer beside the runner (run/), the families' model code above models/
+    (family_models/) and their plain rows below it (families/)."""
+    folders = folder_graph(import_graph())
+    assert {"suites", "report", "catalogue", "view", "models", "families", "family_models", "run"} <= set(folders)
+    assert find_cycle(folders) is None, " -> ".join(find_cycle(folders))
+    assert "suites" in folders["catalogue"] and "report" in folders["suites"] and "models" in folders["family_models"]
+    assert find_cycle(folder_graph({"ccq_eval.a.x": {"ccq_eval.b.y"}, "ccq_eval.b.y": {"ccq_eval.a.z"},
+                                    "ccq_eval.a.z": set()})) == ["a", "b", "a"]
 
 
 def test_the_layering_check_finds_an_arrow_back_up():
@@ -133,7 +157,7 @@ def test_drivers_are_given_what_they_need_as_arguments():
 
 def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
     graph = import_graph()
-    users = ["ccq_eval.run.runner", "ccq_eval.report.catalogue", "ccq_eval.interchange.lm_eval_results",
+    users = ["ccq_eval.run.runner", "ccq_eval.catalogue", "ccq_eval.run.lm_eval_results",
              *(m for m in graph if m.startswith("ccq_eval.cli"))]
     assert len(users) > 10  # every command module
     for user in users:

@@ -32,7 +32,7 @@ def test_the_build_prints_no_warning(wheel):
 def test_the_wheel_carries_every_data_folder(wheel):
     names = set(zipfile.ZipFile(wheel[0]).namelist())
     for expected in ("ccq_eval/zoo/gla-tiny/config.json", "ccq_eval/zoo/gla-tiny/model.safetensors",
-                     "ccq_eval/report/view/assets/viewer.js", "ccq_eval/tasks/sniah/sniah_1.yaml",
+                     "ccq_eval/view/assets/viewer.js", "ccq_eval/tasks/sniah/sniah_1.yaml",
                      "ccq_eval/tasks/sniah/_sniah_yaml", "ccq_eval/tasks/sniah/utils.py",
                      "ccq_eval/suites/sniah/driver.py", "ccq_eval/data/text/essays.txt"):
         assert expected in names, expected

@@ -12,7 +12,7 @@ NAME = "curves"
 
 
 def figure_help() -> str:
-    from ccq_eval.report.catalogue import figure_names
+    from ccq_eval.catalogue import figure_names
 
     return f"which figure: {', '.join(figure_names())} (default: every figure with data)".replace("%", "%%")
 
@@ -25,7 +25,7 @@ def add(subparsers) -> None:
 
 
 def handle(args) -> int:
-    from ccq_eval.report.catalogue import draw_figure, figure_names
+    from ccq_eval.catalogue import draw_figure, figure_names
     from ccq_eval.report.figures import write_figure
     from ccq_eval.report.results import Results
 

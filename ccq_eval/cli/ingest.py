@@ -23,7 +23,7 @@ def add(subparsers) -> None:
 
 
 def _lm_eval_results(args) -> int:
-    from ccq_eval.interchange.lm_eval_results import read_results, results_files
+    from ccq_eval.run.lm_eval_results import read_results, results_files
     from ccq_eval.run.request import check_label
     from ccq_eval.store import Store
 
@@ -95,7 +95,7 @@ def _stores(args) -> int:
 
 
 def handle(args) -> int:
-    from ccq_eval.interchange.lm_eval_results import is_lm_eval_output
+    from ccq_eval.run.lm_eval_results import is_lm_eval_output
 
     kinds = {is_lm_eval_output(path) for path in args.paths}
     if kinds == {True}:

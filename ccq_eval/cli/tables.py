@@ -12,7 +12,7 @@ NAME = "tables"
 
 
 def table_help() -> str:
-    from ccq_eval.report.catalogue import table_help
+    from ccq_eval.catalogue import table_help
 
     return f"which table: {table_help()}, all (default)".replace("%", "%%")
 
@@ -34,7 +34,7 @@ def add(subparsers) -> None:
 
 
 def handle(args) -> int:
-    from ccq_eval.report.catalogue import render_table, table_names
+    from ccq_eval.catalogue import render_table, table_names
     from ccq_eval.report.formats import EXTENSIONS
     from ccq_eval.report.results import Results
 

@@ -1,4 +1,4 @@
-"""`ccq-eval view`: the store as one self-contained HTML file (report/view/), opened from disk in any browser."""
+"""`ccq-eval view`: the store as one self-contained HTML file (view/), opened from disk in any browser."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def output_file(args) -> Path:
         raise BadInput(f"--out {str(out)!r}: {str(parent)!r} is a file, so nothing can be written under it; pass a "
                        f"file path in a folder, such as {REPORT_NAME!r}")
     if out.is_file():
-        from ccq_eval.report.view.page import is_report
+        from ccq_eval.view.page import is_report
 
         with open(out, encoding="utf-8", errors="replace") as handle:
             head = handle.read(4096)
@@ -82,7 +82,7 @@ def check_labels(store, args) -> list[str] | None:
 
 
 def handle(args) -> int:
-    from ccq_eval.report.view import write_report
+    from ccq_eval.view import write_report
 
     out = output_file(args)
     store = open_for_reading(args.store)

@@ -1,6 +1,6 @@
 """Torch implementations of the Triton-only functions every fla family's layers share (short convolution, norms,
 activations, losses, rotary embeddings, l2norm), with fla's signatures, and the helpers the families' own ops
-(``ccq_eval/families/<family>/cpu_ops.py``) are built on.
+(``ccq_eval/family_models/<family>/cpu_ops.py``) are built on.
 
 Why by hand: fla ships no CPU path (its kernels are Triton) and its ``naive.py`` references loop over
 every token, have no ``cu_seqlens`` / V-first state support, and are too slow for 20K-token

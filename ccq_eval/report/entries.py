@@ -1,7 +1,7 @@
 """Tables and figures register themselves where they are written: ``@table(name)`` over a function of the results
 snapshot (report/results.py) and the table options, returning a report.table.Table (or a formats.Rendered, or None
 when there is nothing to show); ``@figure(name)`` over a function of the snapshot returning a matplotlib Figure or
-None. The catalogue (report/catalogue/) imports the modules that hold them; nothing else is needed to add one.
+None. The catalogue (catalogue/) imports the modules that hold them; nothing else is needed to add one.
 Importing this module loads nothing."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class SeedMetric:
 
 @dataclass(frozen=True)
 class SampleView:
-    """How the viewer's sample pages show this suite's samples (report/view/)."""
+    """How the viewer's sample pages show this suite's samples (view/)."""
 
     target: str | None = "expected"  # heading of Sample.target (None: not shown)
     prediction: bool = True  # a generation suite shows the prediction

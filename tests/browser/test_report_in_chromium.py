@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 import pytest
 
-from ccq_eval.report.catalogue import render_table
-from ccq_eval.report.view import write_report
+from ccq_eval.catalogue import render_table
+from ccq_eval.view import write_report
 from tests.browser.driver import chromium, console_errors, requested_urls
 from tests.report_store import HOSTILE, build_store
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ccq_eval.data import SHIPPED_RECORDS
-from ccq_eval.report.view import write_report
+from ccq_eval.view import write_report
 from ccq_eval.store import Store
 from tests.browser.driver import chromium, console_errors
 from tests.browser.test_report_in_chromium import fragment, open_page

@@ -86,7 +86,7 @@ def test_a_path_that_refuses_writes_is_one_line(store, capsys):
 
 
 def test_ctrl_c_while_writing_says_no_report_was_written(store, tmp_path, capsys, monkeypatch):
-    import ccq_eval.report.view as report_view
+    import ccq_eval.view as report_view
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

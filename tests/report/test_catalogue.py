@@ -52,7 +52,7 @@ def new_module(tmp_path, monkeypatch):
     for name in ("mean-score", "score-histogram"):
         entries.TABLES.pop(name, None)
         entries.FIGURES.pop(name, None)
-    sys.modules.pop("ccq_eval.report.catalogue.mean_score", None)
+    sys.modules.pop("ccq_eval.catalogue.mean_score", None)
 
 
 def test_a_table_and_a_figure_are_one_function_and_one_decorator_each(new_module, report_store, tmp_path, capsys,
@@ -87,7 +87,7 @@ def test_a_name_registered_twice_by_two_functions_is_refused():
 def test_the_snapshot_reads_each_part_of_the_store_once(report_store, monkeypatch):
     """Every table, figure and report page from one snapshot: the runs, units and metrics are read once, each
     suite's samples once."""
-    from ccq_eval.report.view.content import figure_entries, report_content
+    from ccq_eval.view.content import figure_entries, report_content
 
     from ccq_eval.report.results import Results
     from ccq_eval.store import Store

@@ -111,7 +111,7 @@ def test_a_very_long_label_keeps_the_recall_state_figure_readable(tmp_path):
     import warnings
 
     from ccq_eval.report.figures import PLOT_LABEL_CHARS, plot_label
-    from ccq_eval.report.catalogue import draw_figure
+    from ccq_eval.catalogue import draw_figure
     from ccq_eval.store import Store
 
     store = tmp_path / "long.db"

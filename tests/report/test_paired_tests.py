@@ -13,7 +13,7 @@ import pytest
 from ccq_eval.report import paired_tests
 from ccq_eval.store import Store
 from ccq_eval.report.labels import backbone_of, pairs_of
-from ccq_eval.report.catalogue import render_table
+from ccq_eval.catalogue import render_table
 
 
 def mcnemar_exact_by_definition(b: int, c: int) -> float:

@@ -5,7 +5,7 @@ confidence intervals, LaTeX (booktabs, bold best, escaping) and Markdown."""
 import pytest
 
 from ccq_eval.report.intervals import wilson_interval
-from ccq_eval.report.catalogue import draw_figure, render_table
+from ccq_eval.catalogue import draw_figure, render_table
 from ccq_eval.store import Store
 
 HAY = {"name": "ccq-essays", "sha256": "x"}

@@ -78,7 +78,7 @@ def test_unchanged_scorers_reproduce_every_metric_and_sample_exactly(copy, capsy
 
 
 def test_a_changed_scorer_writes_a_new_unit_the_tables_show(copy, monkeypatch, capsys):
-    from ccq_eval.report.catalogue import table_frame
+    from ccq_eval.catalogue import table_frame
     from ccq_eval.suites.sniah import driver
 
     monkeypatch.setattr(driver, "ruler_string_match", lambda prediction, references: 0.0)  # a stricter scorer
@@ -205,7 +205,7 @@ def test_rescore_never_makes_a_store_of_an_empty_file(tmp_path, capsys):
 def test_a_rescored_unit_is_newer_than_its_source_whatever_the_clocks_say(copy, monkeypatch, capsys):
     """The newest unit of a cell is the one written last (the store's sequence), not the one whose clock reads
     later: a rescore inside its source's second, or on a machine whose clock is behind, still shows."""
-    from ccq_eval.report.catalogue import table_frame
+    from ccq_eval.catalogue import table_frame
     from ccq_eval.suites.sniah import driver
 
     monkeypatch.setattr(driver, "ruler_string_match", lambda prediction, references: 0.0)

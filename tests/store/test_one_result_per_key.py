@@ -94,7 +94,7 @@ def test_runs_at_once_under_different_labels_each_hold_their_full_row(tokenizer_
         assert pool.map(_writer, jobs) == [0] * writers
     labels = sorted({label for label, _ in WRITERS[writers]})
     one_result_per_unit_key(store, labels)
-    from ccq_eval.report.catalogue import render_table
+    from ccq_eval.catalogue import render_table
     import csv
     import io
 

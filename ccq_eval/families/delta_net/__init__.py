@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch
 
-OPS = "ccq_eval.families.delta_net.cpu_ops"
+OPS = "ccq_eval.family_models.delta_net.cpu_ops"
 
 FAMILY = Family(
     model_type="delta_net", name="DeltaNet", cpu=True, ccq="ccq_delta_net", ccq_name="CCQ-DeltaNet",
-    ccq_models="ccq_eval.families.delta_net.ccq", training_free=True,
+    ccq_models="ccq_eval.family_models.delta_net.ccq", training_free=True,
     gpu_note="fla's kernels; float32 refused (fla's chunk_delta_rule asserts), use bf16",
     cuda_refuses_fp32="fla's chunk_delta_rule",
     patches=(Patch("fla.layers.delta_net", "chunk_delta_rule", f"{OPS}:chunk_delta_rule"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch, ccq_bytes, heads_of, short_conv_bytes, state_bytes
 
-OPS = "ccq_eval.families.gated_deltanet.cpu_ops"
+OPS = "ccq_eval.family_models.gated_deltanet.cpu_ops"
 
 
 def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
@@ -20,7 +20,7 @@ def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
 
 FAMILY = Family(
     model_type="gated_deltanet", name="Gated DeltaNet", cpu=True, ccq="ccq_gated_deltanet", ccq_name="CCQ-GDN",
-    ccq_models="ccq_eval.families.gated_deltanet.ccq",
+    ccq_models="ccq_eval.family_models.gated_deltanet.ccq",
     doc_note="also with `attn` layers, the GDN hybrids: CCQ on their GDN layers",
     patches=(Patch("fla.layers.gated_deltanet", "chunk_gated_delta_rule", f"{OPS}:chunk_gated_delta_rule"),
              Patch("fla.layers.gated_deltanet", "fused_recurrent_gated_delta_rule",

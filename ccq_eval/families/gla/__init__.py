@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch, ccq_bytes, heads_of, short_conv_bytes, state_bytes
 
-OPS = "ccq_eval.families.gla.cpu_ops"
+OPS = "ccq_eval.family_models.gla.cpu_ops"
 
 
 def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
@@ -21,7 +21,7 @@ def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
 
 
 FAMILY = Family(
-    model_type="gla", name="GLA", cpu=True, ccq="ccq_gla", ccq_name="CCQ-GLA", ccq_models="ccq_eval.families.gla.ccq",
+    model_type="gla", name="GLA", cpu=True, ccq="ccq_gla", ccq_name="CCQ-GLA", ccq_models="ccq_eval.family_models.gla.ccq",
     patches=(Patch("fla.layers.gla", "chunk_gla", f"{OPS}:chunk_gla"),
              Patch("fla.layers.gla", "fused_recurrent_gla", f"{OPS}:fused_recurrent_gla"),
              Patch("fla.layers.gla", "fused_chunk_gla", f"{OPS}:fused_chunk_gla")),

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch
 
-GLA_OPS = "ccq_eval.families.gla.cpu_ops"
+GLA_OPS = "ccq_eval.family_models.gla.cpu_ops"
 
 FAMILY = Family(
     model_type="hgrn2", name="HGRN2", cpu=True, ccq="ccq_hgrn2", ccq_name="CCQ-HGRN2",
-    ccq_models="ccq_eval.families.hgrn2.ccq", training_free=True, doc_note="CCQ reads the key `1 - f_t`",
+    ccq_models="ccq_eval.family_models.hgrn2.ccq", training_free=True, doc_note="CCQ reads the key `1 - f_t`",
     patches=(Patch("fla.layers.hgrn2", "chunk_gla", f"{GLA_OPS}:chunk_gla"),
              Patch("fla.layers.hgrn2", "fused_recurrent_gla", f"{GLA_OPS}:fused_recurrent_gla"),
              Patch("fla.layers.hgrn2", "fused_chunk_gla", f"{GLA_OPS}:fused_chunk_gla"),
              Patch("fla.layers.hgrn2", "swish", "ccq_eval.models.cpu_ops:swish"),
-             Patch("fla.layers.hgrn2", "rms_norm_linear", "ccq_eval.families.hgrn2.cpu_ops:rms_norm_linear")),
+             Patch("fla.layers.hgrn2", "rms_norm_linear", "ccq_eval.family_models.hgrn2.cpu_ops:rms_norm_linear")),
 )

@@ -10,5 +10,5 @@ FAMILY = Family(
     gpu_note="mamba_ssm's kernels when installed, else fla's torch fallback",
     cpu_note="fla's torch fallback; its gated norm from the backend",
     summary=("fla's torch fallback", "mamba_ssm or fla's fallback"),
-    patches=(Patch("fla.modules.norm.layernorm_gated", "rmsnorm_fn", "ccq_eval.families.mamba2.cpu_ops:rmsnorm_fn"),),
+    patches=(Patch("fla.modules.norm.layernorm_gated", "rmsnorm_fn", "ccq_eval.family_models.mamba2.cpu_ops:rmsnorm_fn"),),
 )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch
 
-OPS = "ccq_eval.families.retnet.cpu_ops"
+OPS = "ccq_eval.family_models.retnet.cpu_ops"
 LAYER = "fla.layers.multiscale_retention"
 
 FAMILY = Family(
     model_type="retnet", name="RetNet", cpu=True, ccq="ccq_retnet", ccq_name="CCQ-RetNet",
-    ccq_models="ccq_eval.families.retnet.ccq", training_free=True, doc_note="CCQ reads the keys after the rotary embedding",
+    ccq_models="ccq_eval.family_models.retnet.ccq", training_free=True, doc_note="CCQ reads the keys after the rotary embedding",
     patches=tuple(Patch(LAYER, name, f"{OPS}:{name}") for name in
                   ("chunk_retention", "fused_chunk_retention", "fused_recurrent_retention", "parallel_retention")),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ccq_eval.families.base import NO_LINEAR_READ, Family, Patch, attention_cache_bytes
 
-OPS = "ccq_eval.families.transformer.cpu_ops"
+OPS = "ccq_eval.family_models.transformer.cpu_ops"
 
 FAMILY = Family(
     model_type="transformer", name="Transformer++", cpu=True, no_ccq=f"softmax attention: {NO_LINEAR_READ}",

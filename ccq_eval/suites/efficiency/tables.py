@@ -1,6 +1,6 @@
 """The efficiency table (rows = models; per length: prefill and decoding tokens/s, the cache in MiB as measured
 and as counted from the config, peak MiB); the figure is figures.py. Recall against state, which reads the
-retrieval suites beside this one's cache, is a cross-suite table (report/catalogue/recall_state.py)."""
+retrieval suites beside this one's cache, is a cross-suite table (catalogue/recall_state.py)."""
 
 from __future__ import annotations
 

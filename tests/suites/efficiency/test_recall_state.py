@@ -10,7 +10,7 @@ import pytest
 
 from ccq_eval.cli import main
 from ccq_eval.data import SHIPPED_RECORDS
-from ccq_eval.report.catalogue import draw_figure, render_table
+from ccq_eval.catalogue import draw_figure, render_table
 from ccq_eval.store import Store
 from ccq_eval.families import cache_bytes as analytic_cache_bytes
 
@@ -97,7 +97,7 @@ GDN_1_3B_STATE = 21 * (6 * 256 * 512 * 4 + (2 * 6 * 256 + 6 * 512) * 4 * 2)
 def test_reported_rows_sit_at_their_published_configurations_state(store):
     from fla.models import GatedDeltaNetConfig
 
-    from ccq_eval.report.catalogue.recall_state import PUBLISHED_CONFIGS
+    from ccq_eval.catalogue.recall_state import PUBLISHED_CONFIGS
 
     published, dtype = PUBLISHED_CONFIGS["Gated DeltaNet"]
     defaults = GatedDeltaNetConfig().to_dict()  # fla's defaults: the paper's 1.3B model
@@ -114,7 +114,7 @@ def test_reported_rows_sit_at_their_published_configurations_state(store):
 
 
 def test_a_config_without_the_fields_counts_nothing():
-    from ccq_eval.report.catalogue.recall_state import counted
+    from ccq_eval.catalogue.recall_state import counted
 
     assert counted(({"model_type": "gla"}, "float32"), 1024) is None  # a hand-made store's config: no state shown
     assert counted(({"model_type": "mamba", "num_hidden_layers": 2, "hidden_size": 64}, "float32"), 1024) is None

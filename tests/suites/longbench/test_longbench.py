@@ -131,7 +131,7 @@ def test_tiny_model_end_to_end_with_truncation_and_table(data_dir, tmp_path, cap
 
 
 def test_reference_rows_render_without_measured_rows_and_keep_both_averages(tmp_path):
-    from ccq_eval.report.catalogue import render_table
+    from ccq_eval.catalogue import render_table
     from ccq_eval.store import Store
 
     rendered = render_table(Store(tmp_path / "empty.db"), "longbench", reference=True)

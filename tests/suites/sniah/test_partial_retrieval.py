@@ -52,7 +52,7 @@ def test_answer_nll_matches_a_direct_forward_and_lands_in_the_store(tmp_path, mo
 
 
 def test_lm_and_longbench_tables_carry_stderr_intervals(tmp_path):
-    from ccq_eval.report.catalogue import render_table
+    from ccq_eval.catalogue import render_table
     from ccq_eval.store import Store
 
     store = Store(tmp_path / "s.db")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ccq_eval.families.gla.cpu_ops import chunk_gla
+from ccq_eval.family_models.gla.cpu_ops import chunk_gla
 from ccq_eval.models.cpu_ops import reject
 
 # --- retention: S_t = gamma_h S_{t-1} + k_t v_t^T, o_t = scale * S_t^T q_t ----------------------------

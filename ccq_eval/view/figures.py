@@ -8,7 +8,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 
-from ccq_eval.report.catalogue import draw_figure
+from ccq_eval.catalogue import draw_figure
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"

@@ -37,8 +37,8 @@ def write_report(store, out: Path, labels: list[str] | None = None, baseline: st
     """Writes the report of ``store`` to ``out``; returns its size in bytes."""
     from ccq_eval.data.cache import atomic_write
     from ccq_eval.report.results import Results
-    from ccq_eval.report.view.content import figure_entries, report_content
-    from ccq_eval.report.view.page import page
+    from ccq_eval.view.content import figure_entries, report_content
+    from ccq_eval.view.page import page
 
     with narrowed_to(store, labels) as source:
         results = Results(source)  # read once: every table, figure and page below is drawn from it

@@ -10,7 +10,7 @@ from itertools import combinations
 import numpy as np
 
 from ccq_eval.report.paired_tests import PerplexityCell, p_text
-from ccq_eval.report.catalogue.pairs import paired_cells
+from ccq_eval.catalogue.pairs import paired_cells
 from ccq_eval.report.labels import pairs_of
 
 ALL_PAIRS_UP_TO = 16  # labels: every two of them get a compare page; past that the CCQ / backbone pairs and --compare

@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ccq_eval.report.view import write_report
-from ccq_eval.report.view.page import embedded_json
+from ccq_eval.view import write_report
+from ccq_eval.view.page import embedded_json
 from ccq_eval.store import Store
 from tests.report_store import HOSTILE, build_store
 
@@ -86,7 +86,7 @@ def test_stored_text_is_only_inside_the_json_block(report):
 
 def test_the_pages_numbers_are_the_stores(report):
     store, _, _, data = report
-    from ccq_eval.report.catalogue import render_table
+    from ccq_eval.catalogue import render_table
 
     page_units = {(u["label"], u["task"], u["length"]): u for u in data["units"]}
     for run in store.runs():
@@ -108,7 +108,7 @@ def test_compare_counts_equal_those_counted_from_the_samples(report):
     import csv
     import io
 
-    from ccq_eval.report.catalogue import render_table
+    from ccq_eval.catalogue import render_table
 
     by_label = {}
     for run in store.runs():
@@ -196,7 +196,7 @@ def test_a_failed_write_leaves_no_report_and_no_temporary_file(tmp_path, monkeyp
     store = build_store(tmp_path / "ccq.db", labels=("gla",), samples=3)
     out = tmp_path / "report.html"
     out.write_text("the previous report")
-    import ccq_eval.report.view.page as page
+    import ccq_eval.view.page as page
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
@@ -258,7 +258,7 @@ def test_series_pair_each_ccq_model_with_its_backbone_and_band_the_seeds():
 
 
 def test_a_figure_that_could_act_is_refused():
-    from ccq_eval.report.view.figures import UnsafeFigure, check_inert
+    from ccq_eval.view.figures import UnsafeFigure, check_inert
 
     ns = 'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
     check_inert(f'<svg {ns}><g><path d="M0 0"/><use xlink:href="#m1"/><image xlink:href="data:image/png;base64,AA"/></g></svg>')
@@ -271,7 +271,7 @@ def test_a_figure_that_could_act_is_refused():
 def test_a_hostile_label_in_a_figure_is_text(tmp_path):
     import xml.etree.ElementTree as ET
 
-    from ccq_eval.report.view.figures import figure_svg
+    from ccq_eval.view.figures import figure_svg
 
     label = '<script>alert(1)</script>-->'
     store = build_store(tmp_path / "ccq.db", labels=(label,), samples=4, longbench_tasks=(), lm_tasks=(),

@@ -1,4 +1,4 @@
-"""HGRN2 on a CPU: its read is GLA's with the state V-first (families/gla/cpu_ops.py); its output norm fused with the
+"""HGRN2 on a CPU: its read is GLA's with the state V-first (family_models/gla/cpu_ops.py); its output norm fused with the
 projection is here."""
 
 from __future__ import annotations

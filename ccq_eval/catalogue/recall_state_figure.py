@@ -3,7 +3,7 @@ computes the points)."""
 
 from __future__ import annotations
 
-from ccq_eval.report.catalogue.recall_state import MIB, mean_columns, reported_points, state_points
+from ccq_eval.catalogue.recall_state import MIB, mean_columns, reported_points, state_points
 from ccq_eval.report.entries import figure
 from ccq_eval.report.figures import plot_label, pyplot
 from ccq_eval.report.reference import REPORTED

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ccq_eval.families.gated_deltanet.cpu_ops import chunk_gated_delta_rule
+from ccq_eval.family_models.gated_deltanet.cpu_ops import chunk_gated_delta_rule
 
 def _no_decay(v: torch.Tensor) -> torch.Tensor:
     return torch.zeros(v.shape[:3], dtype=torch.float32, device=v.device)

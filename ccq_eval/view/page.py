@@ -28,7 +28,7 @@ _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2
 
 
 def asset(name: str) -> str:
-    return (importlib.resources.files("ccq_eval.report.view") / "assets" / name).read_text(encoding="utf-8")
+    return (importlib.resources.files("ccq_eval.view") / "assets" / name).read_text(encoding="utf-8")
 
 
 def embedded_json(data) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import re
 
-from ccq_eval.report.catalogue import figure_names, table_grid, table_names
+from ccq_eval.catalogue import figure_names, table_grid, table_names
 from ccq_eval.report.labels import pairs_of
-from ccq_eval.report.view.compare import compare_entries, compared_pairs
-from ccq_eval.report.view.figures import figure_svg
-from ccq_eval.report.view.samples import FrozenPrompts, latest_units, suite_views, unit_entry
+from ccq_eval.view.compare import compare_entries, compared_pairs
+from ccq_eval.view.figures import figure_svg
+from ccq_eval.view.samples import FrozenPrompts, latest_units, suite_views, unit_entry
 
 
 def plain(value):

@@ -1,0 +1,1 @@
+"""The delta_net family's model code (its row: ccq_eval/families/delta_net/)."""

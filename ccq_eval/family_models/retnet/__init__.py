@@ -1,0 +1,1 @@
+"""The retnet family's model code (its row: ccq_eval/families/retnet/)."""
