@@ -150,3 +150,76 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     figures = tmp_path / "figures"
     drawn = cli("curves", "--figure", "toy-curve", "--store", str(store), "--out", str(figures))
     assert drawn.returncode == 0 and sorted(p.name for p in figures.iterdir()) == ["toy-curve.pdf", "toy-curve.png"]
+
+
+ECHO_SUITE = '''"""A throwaway generating suite: the model continues a short text; scored by whether the text's next word follows."""
+
+from ccq_eval.suites.base import Suite
+
+
+class EchoSuite(Suite):
+    def driver(self, inputs):
+        from ccq_eval.suites.echo.driver import EchoDriver
+
+        return EchoDriver(inputs)
+
+
+SUITE = EchoSuite(name="echo", tasks=("echo_fox",), default_lengths=(256,), default_samples=3)
+'''
+
+ECHO_DRIVER = '''from ccq_eval.suites.driver import Driver, Generated, UnitData
+from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.outcomes import Sample, UnitOutcome, mean_metric
+
+TEXT = "the quick brown fox jumps over the lazy dog "
+
+
+class EchoDriver(Driver):
+    def data(self, unit, tokenizer):
+        return UnitData([{"index": i, "prompt": TEXT * (i + 1), "answer": "the"} for i in range(self.inputs.samples)],
+                        None)
+
+    def generate(self, unit, data, model):
+        answers = generate_answers(model, [Ask(r["index"], r["prompt"], 8, until=("\\n",)) for r in data.records],
+                                   unit.context_length)
+        return None if answers is None else Generated({i: {"prediction": a.text} for i, a in answers.items()})
+
+    def score(self, unit, data, generated):
+        samples = [Sample(r["index"], 100.0 * (r["answer"] in generated.outputs[r["index"]]["prediction"]),
+                          target=r["answer"], prediction=generated.outputs[r["index"]]["prediction"])
+                   for r in data.records]
+        return UnitOutcome("complete", metrics=[mean_metric("score", [s.score for s in samples], is_primary=True)],
+                           samples=samples)
+'''
+
+
+@pytest.mark.e2e
+def test_a_new_generating_suite_is_one_folder_and_one_registry_line_without_tasks(tmp_path):
+    """A suite whose driver generates (data, generate through suites/generating.py, score): its folder and its line,
+    no tasks/ plugin, and `ccq-eval run` stores each sample's prediction from the model's engine."""
+    root = tmp_path / "site"
+    package = root / "ccq_eval"
+    shutil.copytree(REPO / "ccq_eval", package, ignore=shutil.ignore_patterns("__pycache__", "zoo"))
+    shutil.copytree(REPO / "results" / "reference", package / "reference")
+    (package / "suites" / "echo").mkdir()
+    (package / "suites" / "echo" / "__init__.py").write_text(ECHO_SUITE)
+    (package / "suites" / "echo" / "driver.py").write_text(ECHO_DRIVER)
+    registry = package / "suites" / "__init__.py"
+    lines = registry.read_text().splitlines(keepends=True)
+    at = lines.index('    "longbench",\n') + 1
+    registry.write_text("".join(lines[:at] + ['    "echo",\n'] + lines[at:]))
+    assert not (package / "tasks").exists()
+
+    torch.manual_seed(0)
+    model = save_checkpoint(tiny_model("gla"), tmp_path / "m")
+    env = {**os.environ, "PYTHONPATH": str(root), "CCQ_EVAL_CACHE": str(tmp_path / "cache")}
+    store = tmp_path / "s.db"
+    ran = subprocess.run([sys.executable, "-m", "ccq_eval", "--model", str(model), "--suite", "echo", "--store",
+                          str(store), "--device", "cpu"], env=env, capture_output=True, text=True, cwd=tmp_path,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    rows = sqlite3.connect(store).execute("SELECT u.task, u.status, s.idx, s.prediction FROM samples s JOIN units u "
+                                          "ON u.id = s.unit_id ORDER BY s.idx").fetchall()
+    assert [(t, status, i) for t, status, i, _ in rows] == [("echo_fox", "complete", i) for i in range(3)]
+    assert all(isinstance(p, str) and "\n" not in p for *_, p in rows)  # cut at the stop string
+    assert any(p for *_, p in rows)  # the tiny model said something (8 tokens a prompt, nothing stops it sooner)

@@ -53,6 +53,12 @@ def family(model_type: str, origin: str = "transformers") -> Family:
     return transformers_family(model_type)
 
 
+def family_of(model) -> Family:
+    """The family of a built model: fla's own (its class is fla's), a CCQ one, or transformers'."""
+    fla = type(model).__module__.startswith("fla.")
+    return family(model.config.model_type, origin="fla" if fla else "transformers")
+
+
 def backbone(model_type: str) -> Family:
     """The family itself for a backbone, its backbone's for a CCQ model_type."""
     return next((f for f in fla_families().values() if model_type in (f.model_type, f.ccq)), None) or family(model_type)
@@ -100,4 +106,4 @@ def cpu_patches() -> tuple[Patch, ...]:
 
 
 __all__ = ["Family", "NO_LINEAR_READ", "Patch", "backbone", "cache_bytes", "ccq_families", "cpu_patches", "family",
-           "family_name", "fla_families", "hybrid_layers"]
+           "family_name", "family_of", "fla_families", "hybrid_layers"]

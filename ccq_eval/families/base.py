@@ -50,6 +50,14 @@ class Family:
     # formula does not count this config (the efficiency table then shows the measured bytes alone)
     cache_bytes: Callable[[dict, int, str, bool], int | None] | None = None
     origin: str = "fla"  # who defines the model: "fla" or "transformers"
+    # how the generation engine lays a batch of rows in its cache (generation/layouts.py): "packed" (a position-free
+    # recurrence taking fla's cu_seqlens: one packed prefill), "separate" (position-free without cu_seqlens: a prefill
+    # a prompt), "padded" (reads positions or keeps keys and values: left padding under a mask); "" says nothing, and
+    # gets "padded", the layout every model runs correctly in, with a note
+    cache_layout: str = ""
+    # whether its cache takes several new tokens per call after a prefill (fla's Mamba layers take one); None says
+    # nothing, and perplexity then runs the base model once over the sequence (correct everywhere), with a note
+    cached_chunks: bool | None = None
 
 
 def state_bytes(dtype: str) -> int:

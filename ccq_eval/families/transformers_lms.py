@@ -13,4 +13,5 @@ NAMES = {"llama": "Llama", "gpt_neox": "GPT-NeoX", "qwen2": "Qwen2", "qwen3": "Q
 def transformers_family(model_type: str) -> Family:
     return Family(model_type=model_type, name=NAMES.get(model_type, model_type), cpu=True,
                   no_ccq=f"softmax attention: {NO_LINEAR_READ}", gpu_note="native torch", cpu_note="native torch",
-                  cache_bytes=attention_cache_bytes, origin="transformers")
+                  cache_bytes=attention_cache_bytes, origin="transformers", cache_layout="padded",
+                  cached_chunks=True)

@@ -1,4 +1,5 @@
-"""How a batch of rows sits in a model's cache, by what the model's layers allow (``layout_for``).
+"""How a batch of rows sits in a model's cache, as the model's family states it (``Family.cache_layout``; a hybrid with
+attention layers is ``padded``; a family that states nothing gets ``padded``, with a note) (``layout_for``).
 
 - ``packed``: every token mixer is a recurrence that reads no position and takes fla's variable-length
   ``cu_seqlens`` (GLA, Gated DeltaNet, DeltaNet, HGRN2 and their CCQ versions). The prompts are prefilled as one
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -20,24 +22,29 @@ import torch
 from ccq_eval.generation.cache_rows import copy_rows, join_rows, keep_rows
 from ccq_eval.generation.packing import padded_total
 
-PACKED_MIXERS = ("GatedLinearAttention", "GatedDeltaNet", "DeltaNet", "HGRN2Attention")
-SEPARATE_MIXERS = ("Mamba", "Mamba2")
-
-
-def _fla_mixer(module) -> str | None:
-    """The fla layer class a module is (or a CCQ subclass of), by name; None for anything else."""
-    return next((c.__name__ for c in type(module).__mro__ if c.__module__.startswith("fla.layers.")), None)
+LAYOUTS = ("packed", "separate", "padded")
+_noted: set[str] = set()  # model_types whose missing layout was noted once
 
 
 def layout_name(model) -> str:
-    if not type(model).__module__.startswith(("fla.", "ccq_eval.")):
-        return "padded"  # transformers' own models: key/value caches and positions
-    mixers = {name for name in map(_fla_mixer, model.modules()) if name is not None}
-    if mixers and mixers <= set(PACKED_MIXERS):
-        return "packed"
-    if mixers and mixers <= set(PACKED_MIXERS + SEPARATE_MIXERS):
-        return "separate"
-    return "padded"
+    """The family's layout; ``padded`` for a hybrid (its attention layers read positions and keep keys and values)
+    and for a family that states none."""
+    from ccq_eval.families import family_of, hybrid_layers
+
+    declared = family_of(model).cache_layout
+    if declared and declared not in LAYOUTS:
+        raise ValueError(f"family {model.config.model_type!r}: cache_layout {declared!r} is not one of {LAYOUTS}")
+    if hybrid_layers(model.config.to_dict()):
+        return "padded"
+    if not declared:
+        if model.config.model_type not in _noted:
+            _noted.add(model.config.model_type)
+            logging.getLogger(__name__).warning(
+                "%s: its family states no cache layout; generation left-pads its rows (correct for every model, "
+                "slower than packed prefill for a position-free recurrence); set Family.cache_layout",
+                model.config.model_type)
+        return "padded"
+    return declared
 
 
 @dataclass
@@ -108,7 +115,9 @@ class Padded:
         self.model = model
         # transformers' models take positions from the caller (generate() derives them from the mask); fla's layers
         # derive them from the mask themselves
-        self.passes_positions = not type(model).__module__.startswith(("fla.", "ccq_eval."))
+        from ccq_eval.families import family_of
+
+        self.passes_positions = family_of(model).origin == "transformers"
 
     def prefill(self, prompts: list[tuple[int, ...]]) -> tuple[Batch, torch.Tensor]:
         width, device = max(len(p) for p in prompts), self.model.device

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+
 
 def takes_cached_chunks(model) -> bool:
-    """Whether the model's cache takes several new tokens per call after a prefill. fla's Mamba and
-    Mamba2 layers (and so Samba) accept one new token per cached step only ("cached decoding only
-    supports a single new token per step"), on their torch path and mamba_ssm's alike."""
-    from fla.layers.mamba import Mamba
-    from fla.layers.mamba2 import Mamba2
+    """Whether the model's cache takes several new tokens per call after a prefill, as its family states
+    (``Family.cached_chunks``): fla's Mamba and Mamba2 layers (and so Samba) accept one new token per cached step
+    only. A family that states nothing is asked one pass (correct for every model), with a note."""
+    from ccq_eval.families import family_of
 
-    return not any(isinstance(module, (Mamba, Mamba2)) for module in model.modules())
+    declared = family_of(model).cached_chunks
+    if declared is None:
+        logging.getLogger(__name__).warning("%s: its family does not say whether its cache takes several tokens a "
+                                            "call; perplexity runs the model once over each sequence; set "
+                                            "Family.cached_chunks", model.config.model_type)
+        return False
+    return declared
 
 
 def learned_positions(model) -> tuple[str, int] | None:

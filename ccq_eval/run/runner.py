@@ -177,7 +177,8 @@ class Runner:
         self.units = select_shard(planned, shard)
         if shard is not None and not self.units:
             groups = len({(u.suite, u.task) for u in planned})
-            raise SuiteError(f"--shard {r.shard} ({shard[0]}/{shard[1]}): this shard holds no units (the run has "
+            named = r.shard if r.shard not in ("slurm", "auto") else f"{r.shard} ({shard[0]}/{shard[1]})"
+            raise SuiteError(f"--shard {named}: this shard holds no units (the run has "
                              f"{groups} task group{'s' if groups != 1 else ''}, split whole across shards); use at "
                              f"most {groups} shards")
         # opened last: bad input above never creates or touches a store; a dry run creates none

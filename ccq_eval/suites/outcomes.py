@@ -101,20 +101,3 @@ def mean_and_stderr(scores: list[float]) -> tuple[float, float | None]:
         raise NoSamples("no samples to average")
     mean = sum(scores) / n
     return mean, ((sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5 if n > 1 else None)
-
-
-def logged_entries(out: dict, task: str, expected: int) -> list[tuple[dict, float]]:
-    """lm-eval's logged samples of one task in document order, each with its finite score: a count
-    that differs from the prompts sent, or a NaN / infinite score, fails the unit."""
-    import math
-
-    logged = sorted(out["samples"][task], key=lambda e: e["doc_id"])
-    if len(logged) != expected:
-        raise RuntimeError(f"lm-eval returned {len(logged)} samples for {expected} prompts")
-    entries = []
-    for entry in logged:
-        score = float(entry["score"])
-        if not math.isfinite(score):
-            raise RuntimeError(f"non-finite score for {task} sample {entry['doc']['index']}")
-        entries.append((entry, score))
-    return entries

@@ -107,8 +107,8 @@ class StandIn:
 
 def mixers(model) -> list[torch.nn.Module]:
     """The model's token mixers (fla's layer classes), in order."""
-    return [m for m in model.modules() if layouts._fla_mixer(m) is not None and
-            type(m).__module__.startswith(("fla.layers.", "ccq_eval."))]
+    return [m for m in model.modules() if any(c.__module__.startswith("fla.layers.") for c in type(m).__mro__)
+            and type(m).__module__.startswith(("fla.layers.", "ccq_eval."))]
 
 
 def static_run(model, asked, stand_in):

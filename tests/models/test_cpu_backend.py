@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ccq_eval.families.gated_deltanet import cpu_ops as gdn_ops
-from ccq_eval.families.gla import cpu_ops as gla_ops
-from ccq_eval.families.transformer import cpu_ops as attn_ops
+from ccq_eval.family_models.gated_deltanet import cpu_ops as gdn_ops
+from ccq_eval.family_models.gla import cpu_ops as gla_ops
+from ccq_eval.family_models.transformer import cpu_ops as attn_ops
 from ccq_eval.models import cpu_ops
 from ccq_eval.models.cpu_backend import _dispatcher, _resolve, patches, replacement
 

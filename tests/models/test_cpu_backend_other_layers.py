@@ -12,10 +12,10 @@ from fla.ops.retention.naive import naive_retention
 from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
 
 from ccq_eval.models import cpu_backend
-from ccq_eval.families.delta_net import cpu_ops as delta_ops
-from ccq_eval.families.hgrn2 import cpu_ops as hgrn2_ops
-from ccq_eval.families.mamba2 import cpu_ops as mamba2_ops
-from ccq_eval.families.retnet import cpu_ops as retnet_ops
+from ccq_eval.family_models.delta_net import cpu_ops as delta_ops
+from ccq_eval.family_models.hgrn2 import cpu_ops as hgrn2_ops
+from ccq_eval.family_models.mamba2 import cpu_ops as mamba2_ops
+from ccq_eval.family_models.retnet import cpu_ops as retnet_ops
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from ccq_eval.cli import main
-from ccq_eval.report import catalogue, entries
+from ccq_eval import catalogue
+from ccq_eval.report import entries
 
 NEW_TABLE = '''
 from ccq_eval.report.entries import figure, table

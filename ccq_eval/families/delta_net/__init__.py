@@ -8,6 +8,7 @@ from ccq_eval.families.base import Family, Patch
 OPS = "ccq_eval.family_models.delta_net.cpu_ops"
 
 FAMILY = Family(
+    cache_layout="packed", cached_chunks=True,
     model_type="delta_net", name="DeltaNet", cpu=True, ccq="ccq_delta_net", ccq_name="CCQ-DeltaNet",
     ccq_models="ccq_eval.family_models.delta_net.ccq", training_free=True,
     gpu_note="fla's kernels; float32 refused (fla's chunk_delta_rule asserts), use bf16",

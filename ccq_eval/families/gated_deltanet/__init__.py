@@ -19,6 +19,7 @@ def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
 
 
 FAMILY = Family(
+    cache_layout="packed", cached_chunks=True,
     model_type="gated_deltanet", name="Gated DeltaNet", cpu=True, ccq="ccq_gated_deltanet", ccq_name="CCQ-GDN",
     ccq_models="ccq_eval.family_models.gated_deltanet.ccq",
     doc_note="also with `attn` layers, the GDN hybrids: CCQ on their GDN layers",

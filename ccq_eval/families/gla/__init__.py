@@ -21,6 +21,7 @@ def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
 
 
 FAMILY = Family(
+    cache_layout="packed", cached_chunks=True,
     model_type="gla", name="GLA", cpu=True, ccq="ccq_gla", ccq_name="CCQ-GLA", ccq_models="ccq_eval.family_models.gla.ccq",
     patches=(Patch("fla.layers.gla", "chunk_gla", f"{OPS}:chunk_gla"),
              Patch("fla.layers.gla", "fused_recurrent_gla", f"{OPS}:fused_recurrent_gla"),

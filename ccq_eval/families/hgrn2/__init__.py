@@ -8,6 +8,7 @@ from ccq_eval.families.base import Family, Patch
 GLA_OPS = "ccq_eval.family_models.gla.cpu_ops"
 
 FAMILY = Family(
+    cache_layout="packed", cached_chunks=True,
     model_type="hgrn2", name="HGRN2", cpu=True, ccq="ccq_hgrn2", ccq_name="CCQ-HGRN2",
     ccq_models="ccq_eval.family_models.hgrn2.ccq", training_free=True, doc_note="CCQ reads the key `1 - f_t`",
     patches=(Patch("fla.layers.hgrn2", "chunk_gla", f"{GLA_OPS}:chunk_gla"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ccq_eval.families.base import NO_LINEAR_READ, Family, Patch
 
 FAMILY = Family(
+    cache_layout="separate", cached_chunks=False,  # as Mamba
     model_type="mamba2", name="Mamba2", cpu=True, no_ccq=f"Mamba2's selective scan: {NO_LINEAR_READ}",
     gpu_note="mamba_ssm's kernels when installed, else fla's torch fallback",
     cpu_note="fla's torch fallback; its gated norm from the backend",

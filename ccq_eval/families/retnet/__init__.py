@@ -9,6 +9,7 @@ OPS = "ccq_eval.family_models.retnet.cpu_ops"
 LAYER = "fla.layers.multiscale_retention"
 
 FAMILY = Family(
+    cache_layout="padded", cached_chunks=True,  # its rotations read positions
     model_type="retnet", name="RetNet", cpu=True, ccq="ccq_retnet", ccq_name="CCQ-RetNet",
     ccq_models="ccq_eval.family_models.retnet.ccq", training_free=True, doc_note="CCQ reads the keys after the rotary embedding",
     patches=tuple(Patch(LAYER, name, f"{OPS}:{name}") for name in

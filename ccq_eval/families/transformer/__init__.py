@@ -8,6 +8,7 @@ from ccq_eval.families.base import NO_LINEAR_READ, Family, Patch, attention_cach
 OPS = "ccq_eval.family_models.transformer.cpu_ops"
 
 FAMILY = Family(
+    cache_layout="padded", cached_chunks=True,
     model_type="transformer", name="Transformer++", cpu=True, no_ccq=f"softmax attention: {NO_LINEAR_READ}",
     gpu_note="flash-attn", summary=("torch backend", "flash-attn"),
     patches=(Patch("fla.layers.attn", "flash_attn_func", f"{OPS}:flash_attn_func"),
