@@ -1,7 +1,7 @@
 """Recall against state size (Zoology's and Based's plot, for pretrained checkpoints): one point per model and
 context length, its retrieval accuracy (each needle task and their mean) against the bytes of state it holds at
 that length. The bytes are the efficiency suite's measurement of the model's own cache at that length when the
-store has one, otherwise the count from the run's config and dtype (analytic.py), and each point says which.
+store has one, otherwise the count from the run's config and dtype (its family's ``cache_bytes``), and each point says which.
 
 Here the state is what inference holds, dtype included: the recurrent state (float32) plus the short-convolution
 state and CCQ's statistics, or the KV cache of an attention model, for batch 1. Zoology's ``state_size()``
@@ -20,17 +20,19 @@ from ccq_eval.report.reference import REPORTED
 from ccq_eval.report.table import Table
 from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
+from ccq_eval.suites.efficiency.tables import MIB
 from ccq_eval.families import cache_bytes
 
-# suites whose primary score is retrieval accuracy (%), and the name of their mean in the table and figure
-RETRIEVAL_SUITES = {"sniah": "S-NIAH", "multi_niah": "multi-NIAH", "ruler": "RULER VT/CWE/FWE/QA",
-                    "recall": "in-context recall"}
 MEASURED, COUNTED = "measured", "config"
-MIB = 1 << 20
+
+
+def retrieval_suites() -> dict[str, str]:
+    """The suites whose primary score is retrieval accuracy (%) -> the name of their mean (``Suite.retrieval``)."""
+    return {name: suite.retrieval for name, suite in SUITES.items() if suite.retrieval}
 
 
 def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | None:
-    """The config's count, or None where it has none (a family analytic.py does not count, or a stored config
+    """The config's count, or None where it has none (a family with no cache formula, or a stored config
     that lacks the fields: a hand-made or ingested store)."""
     if config_and_dtype is None:
         return None
@@ -38,7 +40,7 @@ def counted(config_and_dtype: tuple[dict, str] | None, length: int) -> int | Non
 
 
 def mean_column(suite: str) -> str:
-    return f"{RETRIEVAL_SUITES[suite]} mean"
+    return f"{retrieval_suites()[suite]} mean"
 
 
 def state_points(results) -> pd.DataFrame:
@@ -48,17 +50,17 @@ def state_points(results) -> pd.DataFrame:
     frame = results.metrics
     if frame.empty:
         return pd.DataFrame()
-    scores = frame[frame.suite.isin(list(RETRIEVAL_SUITES)) & (frame.is_primary == 1)]
+    scores = frame[frame.suite.isin(list(retrieval_suites())) & (frame.is_primary == 1)]
     if scores.empty:
         return pd.DataFrame()
     accuracy = scores.pivot_table(index=["label", "context_length"], columns="task", values="value", aggfunc="last")
     means = {}
-    for suite in RETRIEVAL_SUITES:
+    for suite in retrieval_suites():
         tasks = [t for t in SUITES[suite].all_tasks if t in accuracy.columns]
         if tasks:
             means[mean_column(suite)] = accuracy[tasks].mean(axis=1).where(accuracy[tasks].notna().all(axis=1))
     display = {task: SUITES[suite].display.get(task, task) for suite, task in zip(scores.suite, scores.task)}
-    tasks = [t for suite in RETRIEVAL_SUITES for t in SUITES[suite].all_tasks if t in accuracy.columns]
+    tasks = [t for suite in retrieval_suites() for t in SUITES[suite].all_tasks if t in accuracy.columns]
     accuracy = accuracy[tasks].rename(columns=display).assign(**means)
     cache = frame[(frame.suite == "efficiency") & (frame.metric == "cache_bytes")]
     measured = {(label, L): value for label, L, value in zip(cache.label, cache.context_length, cache.value)}
@@ -77,7 +79,7 @@ def state_points(results) -> pd.DataFrame:
 
 # The configurations the reported S-NIAH rows were measured on: the GDN paper's 1.3B Gated DeltaNet (fla's
 # GatedDeltaNetConfig defaults are that model; a test compares them), in bf16, for the state it holds. The other
-# reported rows (DeltaNet, Mamba2) are families analytic.py does not count.
+# reported rows (DeltaNet, Mamba2) are families with no cache formula.
 PUBLISHED_CONFIGS = {
     "Gated DeltaNet": ({"model_type": "gated_deltanet", "hidden_size": 2048, "num_hidden_layers": 21, "num_heads": 6,
                         "head_dim": 256, "expand_v": 2.0, "use_short_conv": True, "conv_size": 4}, "bfloat16"),
@@ -107,7 +109,7 @@ def reported_points() -> pd.DataFrame:
 
 
 def mean_columns(points: pd.DataFrame) -> list[str]:
-    return [mean_column(suite) for suite in RETRIEVAL_SUITES if mean_column(suite) in points.columns]
+    return [mean_column(suite) for suite in retrieval_suites() if mean_column(suite) in points.columns]
 
 
 def recall_frame(points: pd.DataFrame, suffix: str = "") -> pd.DataFrame:

@@ -22,6 +22,13 @@ def _suites_help() -> tuple[str, str, str]:
     return suite, lengths, samples
 
 
+def _ccq_backbones() -> str:
+    """The families CCQ attaches to, from their rows (pure Python: the CLI loads nothing heavy)."""
+    from ccq_eval.families import fla_families
+
+    return " / ".join(f.name for f in fla_families().values() if f.ccq)
+
+
 def _add_suite_options(run) -> None:
     """Each suite's own flags, as its registry entry declares them (parsed, typed, by the runner); suites may share
     one (the same SuiteOption: S-NIAH's and the multi-needle suite's --haystack)."""
@@ -63,7 +70,7 @@ def add(subparsers) -> None:
     run.add_argument("--dry-run", action="store_true", help="list the units that would run and which are done; run nothing")
     run.add_argument("--allow-pickle", action="store_true", help="allow pickle weights (pytorch_model.bin): they can run code")
     run.add_argument("--ccq-lambda", type=number(float, 0.0, 100.0, "a contraction strength"),
-                     help="training-free CCQ on a GLA / GDN / DeltaNet / RetNet / HGRN2 checkpoint: fixed lambda "
+                     help=f"training-free CCQ on a {_ccq_backbones()} checkpoint: fixed lambda "
                           "(with Sigma scaled by its trace unless --ccq-sigma-scale none)")
     run.add_argument("--ccq-sigma-scale", choices=("none", "trace"), help="how Sigma is scaled before use")
     run.add_argument("--threads", type=number(int, 1, 1024, "torch CPU threads"),

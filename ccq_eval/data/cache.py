@@ -33,6 +33,16 @@ def stable_hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def file_sha256(*paths: Path) -> str:
+    """The sha256 of the files' bytes, in order, read a mebibyte at a time (a checkpoint's shards: one digest)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def content_hash(records: list[dict]) -> str:
     digest = hashlib.sha256()
     for record in records:

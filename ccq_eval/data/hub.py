@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import io
 import math
 import re
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ccq_eval.data.cache import file_sha256
 from ccq_eval.errors import BadInput
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -274,14 +274,6 @@ def _match(spec: HubFile, commit: str) -> str:
     return names[0]
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def human_size(size: int | None) -> str:
     if size is None:
         return "size unknown"
@@ -309,7 +301,7 @@ def fetch_file(spec: HubFile, progress: Callable[[str], None] = print) -> Fetche
         progress(f"  {spec.repo}@{commit[:12]} {filename}: {human_size(meta.size)}"
                  + ("" if spec.commit else " (no pinned commit: main resolved now, recorded)"))
         path = Path(hf_hub_download(spec.repo, filename, repo_type=spec.repo_type, revision=commit))
-    digest = sha256_of(path)
+    digest = file_sha256(path)
     hub_sha = meta.etag if meta.etag and SHA256.fullmatch(meta.etag) else None
     checks = [(name, value) for name, value in (("pinned", spec.sha256), ("hub LFS record", hub_sha)) if value]
     for name, expected in checks:

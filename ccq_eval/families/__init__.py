@@ -1,6 +1,7 @@
-"""Every model family ccq-eval runs, one home each: a module (or a folder) here declares the family's catalogue row,
-its CCQ attachment (its ``ccq.py``), its CPU ops and the fla names they replace (its ``cpu_ops.py``, its
-``patches``), and its cache formula. Adding a family is one module; the README's and docs' model tables are
+"""Every model family ccq-eval runs, one row each: a module (or a folder) here declares the family's catalogue row,
+its CCQ attachment (the module of its CCQ classes), the fla names its CPU ops replace (``patches``), its cache
+formula, the cache layout generation gives its rows and whether its cache takes multi-token chunks. The code those
+rows name (each family's ``ccq.py`` and ``cpu_ops.py``) sits above models/, in ccq_eval/family_models/. Adding a family is one module; the README's and docs' model tables are
 generated from these (``python -m ccq_eval.families.tables``; a test checks them).
 
 Reading the registry is pure Python (no torch, fla or transformers): the reports name a row's family from the

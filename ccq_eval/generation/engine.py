@@ -12,18 +12,8 @@ from collections import deque
 import torch
 
 from ccq_eval.generation.layouts import layout_for
-from ccq_eval.generation.request import Request, Result, StopRule
+from ccq_eval.generation.request import Request, Result, StopRule, greedy
 from ccq_eval.generation.static_rows import StaticRows
-
-
-def _pick(logits: torch.Tensor, banned: list[frozenset[int]]) -> list[int]:
-    """The greedy next token of each row, a row's banned ids excluded."""
-    if any(banned):
-        logits = logits.clone()
-        for row, ids in enumerate(banned):
-            if ids:
-                logits[row, list(ids)] = float("-inf")
-    return logits.argmax(-1).tolist()
 
 
 def _score(layout, batch, rows: list[int], logits: torch.Tensor, continuations: list[tuple[int, ...]]) -> list[float]:
@@ -79,7 +69,7 @@ class _Run:
 
     def append(self, requests: list[int], logits: torch.Tensor) -> list[int]:
         """Append each request's next token (``logits``' rows, in order); the positions of those not done."""
-        picked = _pick(logits, [self.rules[i].banned(len(self.results[i].tokens)) for i in requests])
+        picked = greedy(logits, [self.rules[i].banned(len(self.results[i].tokens)) for i in requests])
         keep = []
         for row, (i, token) in enumerate(zip(requests, picked)):
             self.results[i].tokens.append(token)
@@ -146,17 +136,22 @@ class _EagerSteps:
 
     def __init__(self, layout, batch):
         self.layout, self.batch = layout, batch
-        self.outcome = ("eager: not on CUDA" if layout.model.device.type != "cuda" else
-                        f"eager: the {layout.name} layout's step changes shape as it grows")
+        self.outcome = f"eager: {eager_reason(layout)}"
 
     def __call__(self, tokens: list[int]) -> torch.Tensor:
         return self.layout.step(self.batch, tokens)
 
 
+def eager_reason(layout) -> str | None:
+    """Why decoding does not run in fixed slots (``_StaticRun``, where a CUDA graph can replay it); None where it
+    does: on CUDA, for the layouts whose rows are independent."""
+    if layout.model.device.type != "cuda":
+        return "not on CUDA"
+    return None if layout.refills else f"the {layout.name} layout's step changes shape as it grows"
+
+
 def fixed_slots(layout) -> bool:
-    """Whether decoding runs in fixed slots (``_StaticRun``): where a CUDA graph can replay it, on CUDA, for the
-    layouts whose rows are independent."""
-    return layout.refills and layout.model.device.type == "cuda"
+    return eager_reason(layout) is None
 
 
 def stepper(layout, batch, rows: int):
@@ -164,7 +159,7 @@ def stepper(layout, batch, rows: int):
     it runs as a CUDA graph (``captured``, once the first call returned) or eagerly, and why. On CUDA, for the layouts
     whose rows are independent, fixed slots and a CUDA graph captured on the first call (time from the second)."""
     if fixed_slots(layout):
-        return StaticRows(layout.model, batch.cache, rows, rows, capture=layout.model.device.type == "cuda")
+        return StaticRows(layout.model, batch.cache, rows, rows, capture=True)  # fixed slots: on CUDA
     return _EagerSteps(layout, batch)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ccq_eval.generation.request import Request, Result, StopRule
+from ccq_eval.generation.request import Request, Result, StopRule, greedy
 
 
 def generate_one(model, tokenizer, request: Request) -> tuple[Result, list[torch.Tensor]]:
@@ -21,11 +21,7 @@ def generate_one(model, tokenizer, request: Request) -> tuple[Result, list[torch
         while True:
             logits = model(torch.tensor([ids], device=model.device)).logits[0, -1]
             history.append(logits)
-            banned = rule.banned(len(result.tokens))
-            if banned:
-                logits = logits.clone()
-                logits[list(banned)] = float("-inf")
-            token = int(logits.argmax())
+            (token,) = greedy(logits[None], [rule.banned(len(result.tokens))])
             ids.append(token)
             result.tokens.append(token)
             if rule.done(result):

@@ -50,3 +50,13 @@ class StopRule:
     def banned(self, generated: int) -> frozenset[int]:
         """Token ids the next token may not be (a stop token before ``min_new_tokens``)."""
         return self.request.stop_ids if generated < self.request.min_new_tokens else frozenset()
+
+
+def greedy(logits, banned: list[frozenset[int]]) -> list[int]:
+    """The greedy next token of each row of ``logits`` (rows x vocabulary), a row's banned ids excluded."""
+    if any(banned):
+        logits = logits.clone()
+        for row, ids in enumerate(banned):
+            if ids:
+                logits[row, list(ids)] = float("-inf")
+    return logits.argmax(-1).tolist()

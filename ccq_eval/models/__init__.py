@@ -1,5 +1,6 @@
 """Models: the CCQ operator and the one way CCQ attaches to a family's layer, the CPU backend, and loading. Each
-family's own parts (its CCQ classes, CPU ops, patch targets, cache formula) live in its home, ccq_eval/families/.
+family's row (patch targets, cache formula and layout) is in ccq_eval/families/, below this package; its CCQ classes
+and CPU ops, which build on this package's shared parts, in ccq_eval/family_models/, above it.
 
 The CCQ families register with transformers' Auto classes where models load (``register_ccq_models``, which
 ``load_model`` calls); the CLI never imports this package.

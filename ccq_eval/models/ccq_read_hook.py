@@ -2,9 +2,9 @@
 functions it calls (module-level names in its fla module, e.g. ``fla.layers.delta_net.chunk_delta_rule``)
 are wrapped so the query entering the read is (I - lam Sigma_t) q, Sigma_t from the keys the same call
 writes into the state. It is how CCQ attaches to every family whose read is ``o_t = S_t^T q_t`` with ``S_t``
-accumulating ``k_t v_t^T``: the paper's GLA and Gated DeltaNet (ccq_gla.py, ccq_gated_deltanet.py) and the
-training-free DeltaNet, RetNet and HGRN2 (each family's ccq.py under ccq_eval/families/). An fla change to how a layer computes q and k
-is followed without a line changed here.
+accumulating ``k_t v_t^T``: the paper's GLA and Gated DeltaNet and the training-free DeltaNet, RetNet and HGRN2
+(each family's ccq.py under ccq_eval/family_models/). An fla change to how a layer computes q and k is followed
+without a line changed here.
 
 The layer cache's recurrent_state becomes (backbone state, CCQState), as for GLA / GDN. Keys that the
 kernel would L2-normalise (``use_qk_l2norm_in_kernel``) are normalised here first with fla's formula,

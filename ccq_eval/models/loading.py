@@ -7,7 +7,6 @@ one-line message that names the input and the fix.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ccq_eval.data.cache import file_sha256
 from ccq_eval.families import Family, family, family_name, fla_families
 from ccq_eval.models.capabilities import learned_positions
 from ccq_eval.models.file_limits import first_oversized, is_plain_file_name
@@ -176,12 +176,8 @@ def _unreadable_pickle(files: list[Path]) -> tuple[str, str] | None:
 
 
 def weights_sha256(files: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for file in files:
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    """One digest over every weight file, in order (a sharded checkpoint: its shards' bytes as one)."""
+    return file_sha256(*files)
 
 
 def _pick_device(device: str) -> torch.device:

@@ -1,6 +1,5 @@
-"""Registers the CCQ families (``ccq_gla``, ``ccq_gated_deltanet``, and the training-free
-``ccq_delta_net``, ``ccq_retnet``, ``ccq_hgrn2``) with transformers' Auto classes:
-done where models are loaded (loading.py), never by the CLI."""
+"""Registers every CCQ family a family's row names (``Family.ccq_models``) with transformers' Auto classes: done where
+models are loaded (loading.py), never by the CLI."""
 
 from __future__ import annotations
 

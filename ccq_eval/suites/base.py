@@ -92,6 +92,9 @@ class Suite(ABC):
     records_folder: str | None = None
     # why `ccq-eval rescore` cannot re-score its units ("": it can, through its driver's score stage)
     not_rescorable: str = ""
+    # a retrieval suite (its primary score is retrieval accuracy, %): the name of its tasks' mean in the recall-state
+    # table and figure ("": not one)
+    retrieval: str = ""
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")

@@ -76,3 +76,39 @@ def test_attention_models_count_keys_and_values_whoever_defines_them():
         assert families.cache_bytes({**config, "model_type": model_type}, 100, "bfloat16") == expected
     assert families.cache_bytes({"model_type": "gpt2", "n_layer": 2}, 100, "bfloat16") is None  # fields it lacks
     assert families.cache_bytes({**config, "model_type": "llama", "attn": {"layers": [0]}}, 100, "bfloat16") is None
+
+
+@pytest.mark.parametrize("kind,layout,chunks", [("gla", "packed", True), ("ccq_gated_deltanet", "packed", True),
+                                                ("mamba2", "separate", False), ("gdn_hybrid", "padded", True),
+                                                ("transformer", "padded", True), ("llama", "padded", True)])
+def test_a_models_cache_facts_are_its_familys(kind, layout, chunks):
+    """generation's layout and perplexity's chunking read the family's row (a hybrid's attention layers pad it)."""
+    from ccq_eval.generation.layouts import layout_name
+    from ccq_eval.models.capabilities import takes_cached_chunks
+    from tests.helpers import tiny_model
+
+    model = tiny_model(kind)
+    assert layout_name(model) == layout and takes_cached_chunks(model) is chunks
+
+
+def test_a_family_that_states_nothing_gets_the_safe_paths_with_a_note(monkeypatch, caplog):
+    import dataclasses
+    import logging
+
+    from ccq_eval.generation import layouts
+    from ccq_eval.models.capabilities import takes_cached_chunks
+    from tests.helpers import tiny_model
+
+    model = tiny_model("gla")
+    silent = dataclasses.replace(families.family("gla"), cache_layout="", cached_chunks=None)
+    monkeypatch.setattr(families, "family_of", lambda m: silent)
+    monkeypatch.setattr(layouts, "_noted", set())
+    with caplog.at_level(logging.WARNING):
+        assert layouts.layout_name(model) == "padded" and layouts.layout_name(model) == "padded"
+        assert takes_cached_chunks(model) is False
+    notes = [r.getMessage() for r in caplog.records]
+    assert sum("states no cache layout" in n for n in notes) == 1  # once a model_type
+    assert any("set Family.cached_chunks" in n for n in notes)
+    monkeypatch.setattr(families, "family_of", lambda m: dataclasses.replace(silent, cache_layout="stacked"))
+    with pytest.raises(ValueError, match="cache_layout 'stacked' is not one of"):
+        layouts.layout_name(model)

@@ -1,8 +1,8 @@
 """Cost: prefill and decoding throughput, peak memory and the cache's size against context length, for any
 checkpoint (the paper's claim that CCQ keeps a constant state and the linear-time read). Everything only this
-suite knows lives in this folder: measure.py (timing, memory, cache bytes), analytic.py (the cache size counted
-from the config), recall_state.py (retrieval accuracy against the state's bytes), driver.py, tables.py, figures.py.
-Importing this module imports none of them.
+suite knows lives in this folder: measure.py (timing, memory, cache bytes), driver.py, tables.py, figures.py; the
+cache counted from the config is each family's formula (``Family.cache_bytes``), and retrieval accuracy against the
+state's bytes is a table across suites (catalogue/recall_state.py). Importing this module imports none of them.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from functools import lru_cache
 from pathlib import Path
 
+from ccq_eval.data.cache import file_sha256
 from ccq_eval.data.jsonl import find_record_file, read_jsonl
 from ccq_eval.data.offline import offline
 from ccq_eval.errors import BadInput
@@ -188,4 +188,4 @@ def records_dataset(path: Path):
 
 
 def sha256(path: Path | None) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path else None
+    return file_sha256(path) if path else None

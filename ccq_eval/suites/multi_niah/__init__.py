@@ -26,6 +26,7 @@ class MultiNiahSuite(RulerNamedSuite):
 
 SUITE = MultiNiahSuite(
     name="multi_niah",
+    retrieval="multi-NIAH",
     tasks=("niah_multikey_1", "niah_multikey_2", "niah_multikey_3", "niah_multivalue", "niah_multiquery"),
     default_lengths=(1024, 2048, 4096, 8192),
     default_samples=500,

@@ -56,6 +56,7 @@ class RecallSuite(Suite):
 
 SUITE = RecallSuite(
     name="recall",
+    retrieval="in-context recall",
     tasks=TASK_IDS,
     default_lengths=(2048,),
     default_samples=None,

@@ -55,6 +55,7 @@ class RulerSuite(RulerNamedSuite):
 
 SUITE = RulerSuite(
     name="ruler",
+    retrieval="RULER VT/CWE/FWE/QA",
     tasks=tuple(TOKENS_TO_GENERATE),
     default_lengths=(4096, 8192, 16384, 32768),
     default_samples=500,

@@ -67,6 +67,7 @@ class RulerNamedSuite(SniahSuite):
 
 SUITE = SniahSuite(
     name="sniah",
+    retrieval="S-NIAH",
     tasks=("sniah_1", "sniah_2", "sniah_3"),
     default_lengths=(1024, 2048, 4096, 8192),
     default_samples=500,
