@@ -27,6 +27,9 @@ def handle(args) -> int:
     if not Path(args.store).exists():
         raise BadInput(f"--store {args.store!r}: no such store (pass the --store that holds run {args.run_id})")
     out = check_output_folder(Path(args.out), "--out", [])
-    for path in export_run(Store(args.store, readonly=True), args.run_id, out):
+    from ccq_eval.suites import SUITES
+
+    own = frozenset(name for name, suite in SUITES.items() if suite.any_lm_eval_task)
+    for path in export_run(Store(args.store, readonly=True), args.run_id, out, own_tasks=own):
         print(f"written: {path}")
     return 0

@@ -51,11 +51,11 @@ def _lm_eval_results(args) -> int:
 
 
 def known_task(suite: str, task: str) -> bool:
-    """Whether this version's tables know the task (a suite's own or extra task, or any lm-eval task of the lm suite,
-    which names lm-eval's)."""
+    """Whether this version's tables know the task (a suite's own or extra task, or any lm-eval task of a suite that
+    names lm-eval's)."""
     from ccq_eval.suites import SUITES
 
-    return suite in SUITES and (suite == "lm" or task in SUITES[suite].all_tasks)
+    return suite in SUITES and (SUITES[suite].any_lm_eval_task or task in SUITES[suite].all_tasks)
 
 
 def held_elsewhere(target, run: dict, units: list[tuple]) -> tuple[list[tuple], list[str]]:

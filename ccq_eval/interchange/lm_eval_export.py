@@ -29,10 +29,12 @@ class _Sections:
     higher_is_better: dict = field(default_factory=dict)
     n_samples: dict = field(default_factory=dict)
     samples: dict = field(default_factory=dict)
+    # the suites whose units are lm-eval's own tasks in its one window (accuracies stored in percent)
+    own_tasks: frozenset[str] = frozenset()
 
     def add(self, bundle) -> None:
         unit, settings = bundle.unit, bundle.unit.settings or {}
-        task, length, lm_table = unit.task, unit.context_length, unit.suite == "lm"
+        task, length, lm_table = unit.task, unit.context_length, unit.suite in self.own_tasks
         entry = self.results.setdefault(task, {"alias": task})
         count = None
         for m in bundle.metrics:
@@ -74,14 +76,16 @@ def _document(run, sections: _Sections, max_length: int) -> dict:
     }
 
 
-def export_run(store, run_id: str, out: Path) -> list[Path]:
-    """Write run ``run_id`` of ``store`` in lm-eval's layout under ``out/<model>/``; the written paths."""
+def export_run(store, run_id: str, out: Path, own_tasks: frozenset[str] = frozenset()) -> list[Path]:
+    """Write run ``run_id`` of ``store`` in lm-eval's layout under ``out/<model>/``; the written paths. ``own_tasks``:
+    the suites whose tasks are lm-eval's own (``Suite.any_lm_eval_task``), exported under their names as lm-eval
+    scores them, the others per length (``task@length``)."""
     bundle = store.run_bundle(run_id)
     if bundle is None:
         raise BadInput(f"run {run_id!r}: no such run in {store.path} (see ccq-eval runs)")
     if not bundle.units:
         raise BadInput(f"run {run_id!r}: no complete unit to export")
-    sections = _Sections()
+    sections = _Sections(own_tasks=own_tasks)
     for unit in bundle.units:
         sections.add(unit)
     stamp = datetime.fromisoformat(bundle.run.started).strftime("%Y-%m-%dT%H-%M-%S.%f")

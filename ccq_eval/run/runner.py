@@ -9,7 +9,6 @@ prompt) is checked before the first write: bad input leaves the store untouched.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from ccq_eval.data.cache import check_cache_root
 from ccq_eval import machine
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
+from ccq_eval.run.raw_output import check_raw_folder, save_raw
 from ccq_eval.run.request import RunRequest, check_label, default_label, parse_shard, select_shard
 from ccq_eval.text import visible
 from ccq_eval.run.units import metric_row, unit_key
@@ -169,10 +169,7 @@ class Runner:
         self.label = default_label(r)
         for plan in self.plans:
             plan.driver.check_with_tokenizer(self.evaluand.tokenizer)  # lengths the prompts or documents cannot fill
-        raw = Path(r.store).parent / "raw"
-        if not r.store.startswith("file:") and raw.exists() and not raw.is_dir():
-            raise SuiteError(f"--store {r.store!r}: {str(raw)!r} beside it is a file, where raw lm-eval output goes; "
-                             "move it aside or pass another --store")
+        check_raw_folder(r.store)
         planned = [unit for plan in self.plans for unit in self.units_of(plan)]
         self.units = select_shard(planned, shard)
         if shard is not None and not self.units:
@@ -363,7 +360,7 @@ class Runner:
             self.store.write_unit(record, [], [])
             return {"status": "failed", "reason": outcome.reason}
         if outcome.raw is not None:
-            self._save_raw(run_id, unit, outcome.raw)
+            save_raw(self.request.store, run_id, unit.task, unit.context_length, outcome.raw)
         metrics = [metric_row(self.label, self.request.model, m.name, m.value, stderr=m.stderr, n=m.n,
                               higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
         samples = [dataclasses.asdict(s) for s in outcome.samples]
@@ -387,17 +384,6 @@ class Runner:
             return {}
         return {"positions_warning": f"{unit.context_length} tokens pass the model's {trained} trained positions "
                                      "(max_position_embeddings): its rotary positions extrapolate"}
-
-    def _save_raw(self, run_id: str, unit: Unit, raw: dict) -> None:
-        if self.request.store.startswith("file:"):
-            return
-        folder = Path(self.request.store).resolve().parent / "raw" / run_id
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{unit.task}-{unit.context_length}.json").write_text(json.dumps(raw, indent=1, default=str))
-        except OSError as exc:
-            raise StoreWriteError(f"raw output {str(folder)!r}: cannot write ({exc.strerror}); the unit was not "
-                                  "stored — free disk space or make the folder writable, then rerun to resume") from exc
 
     def _summary(self, results, skipped: int, run_id: str) -> None:
         self.out(f"\nrun {run_id} ({visible(self.label)}) -> {self.request.store}")

@@ -77,6 +77,7 @@ class Suite(ABC):
     display: dict[str, str] = field(default_factory=dict)  # task id -> the paper's abbreviation
     fixed_lengths: bool = False  # the suite ignores --lengths (lm: lm-eval's own window)
     extra_tasks: tuple[str, ...] = ()  # accepted by --tasks, not run by default (not the paper's)
+    any_lm_eval_task: bool = False  # any task lm-eval knows is one of its tasks (the lm suite: lm-eval's own)
     options: tuple[SuiteOption, ...] = ()  # flags of `ccq-eval run` that only this suite reads
     seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
     fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)

@@ -45,6 +45,7 @@ SUITE = LmSuite(
     # Based / JRT's real-world recall (lm-eval's swde, fda, squad_completion): --tasks swde,fda,squad_completion
     extra_tasks=("swde", "fda", "squad_completion"),
     fixed_lengths=True,
+    any_lm_eval_task=True,
     fetches_data=True,
     length_means=f"lm-eval's own window ({WINDOW}; --lengths is ignored)",
     samples_mean="examples per task",
