@@ -52,7 +52,7 @@ def main() -> int:
 
     never = [lambda text: False] * len(prompts)
     _, _, full = run(never)
-    values = [[text[: args.answer_chars]] for text in full]
+    values = [[text.strip()[: args.answer_chars]] for text in full]  # RULER strips the output; values have no edge space
     rules = {"128 tokens": never, "early stop": [functools.partial(all_values_found, values=v) for v in values]}
     results = {name: [run(r) for _ in range(args.repeats)] for name, r in rules.items()}
     print(f"{args.prompts} prompts, batch {args.batch}, answer = first {args.answer_chars} characters; "
