@@ -1,6 +1,7 @@
 """Every table and figure by name, above the suites: each suite's own (registered with ``@table`` / ``@figure`` in
-its tables.py / figures.py) and the cross-suite ones here (recall-state, seeds, pairs), in the registry's suite
-order. Each is a function of one results snapshot (report/results.py), read once per command. The CLI (its help
+its tables.py / figures.py) and the cross-suite ones here (ruler: RULER's tasks beside S-NIAH and the multi-needle
+tasks; recall: the recall suite's and the lm suite's recall tasks; recall-state, seeds, pairs), in the registry's
+suite order. Each is a function of one results snapshot (report/results.py), read once per command. The CLI (its help
 lists included), the notebooks and the viewer call these."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ccq_eval.report.entries import FIGURES, TABLES
 from ccq_eval.suites import SUITES
 
 # the cross-suite modules' order in the lists (after the suites' own); any other module here comes after them
-CROSS_SUITE_ORDER = ("recall_state", "recall_state_figure", "seeds", "pairs")
+CROSS_SUITE_ORDER = ("ruler", "recall", "recall_state", "recall_state_figure", "seeds", "pairs")
 
 
 def _import_if_present(module: str) -> None:

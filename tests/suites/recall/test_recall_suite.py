@@ -87,7 +87,7 @@ def frame(rows):
 
 
 def test_the_table_shows_the_six_tasks_and_their_average_where_a_model_has_all():
-    from ccq_eval.suites.recall.tables import recall_cells
+    from ccq_eval.catalogue.recall import recall_cells
 
     values = {"recall_swde": 30.0, "recall_squad": 40.0, "recall_fda": 20.0, "recall_triviaqa": 60.0,
               "recall_nq": 20.0, "recall_drop": 10.0}
@@ -104,7 +104,7 @@ def test_the_table_shows_the_six_tasks_and_their_average_where_a_model_has_all()
 
 def test_without_the_suites_own_swde_squad_fda_the_lm_suites_fill_them_under_a_marked_label():
     """lm-eval's own swde, squad_completion and fda read each document whole: a row using them says so."""
-    from ccq_eval.suites.recall.tables import recall_cells
+    from ccq_eval.catalogue.recall import recall_cells
 
     lm = [("m", "lm", t, 2048, v) for t, v in (("swde", 31.0), ("squad_completion", 41.0), ("fda", 21.0))]
     three = [("m", "recall", t, 2048, v) for t, v in (("recall_triviaqa", 60.0), ("recall_nq", 20.0),

@@ -98,7 +98,7 @@ def test_a_length_a_task_cannot_hold_is_refused_before_the_model_loads(tmp_path,
 def test_the_table_shows_each_task_and_a_lengths_average(tmp_path):
     from ccq_eval.report.results import results_of
     from ccq_eval.store import Store
-    from ccq_eval.suites.ruler.tables import ruler_cells
+    from ccq_eval.catalogue.ruler import ruler_cells
 
     store = tmp_path / "ccq.db"
     for wrong, label in ((False, "right"), (True, "wrong")):

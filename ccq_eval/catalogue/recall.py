@@ -1,8 +1,9 @@
-"""The recall table, laid out as Gated DeltaNet's Table 4: SWDE, SQuAD, FDA, in-context TriviaQA, NQ and DROP (this
-suite, each document cut to the length), and their average where a model has all six. A model with no SWDE, SQuAD or
-FDA of this suite at a length shows the lm suite's (lm-eval's own swde, squad_completion and fda, whose documents are
-not cut) in those columns, marked "(lm)" in its label. At 2K alone (the length GDN reports, whose rows --reference
-adds under the same names): the plain column names; otherwise each length's columns carry it."""
+"""The recall table, across suites, laid out as Gated DeltaNet's Table 4: SWDE, SQuAD, FDA, in-context TriviaQA, NQ
+and DROP (the recall suite's, each document cut to the length), and their average where a model has all six. A model
+with no SWDE, SQuAD or FDA of the recall suite at a length shows the lm suite's (lm-eval's own swde,
+squad_completion and fda, whose documents are not cut) in those columns, marked "(lm)" in its label. At 2K alone
+(the length GDN reports, whose rows --reference adds under the same names): the plain column names; otherwise each
+length's columns carry it."""
 
 from __future__ import annotations
 
