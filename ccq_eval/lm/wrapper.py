@@ -72,28 +72,23 @@ class CCQEvalLM(RefusesTruncation, HFLM):
         return across_ranks(requests, self._engine, self.rank, self.world_size, self.gather_object)
 
     def _engine(self, requests):
-        """The engine over ``requests`` in their order, longest first (the batch refills from the queue as rows
-        finish)."""
+        """The engine over ``requests`` in the order given (across_ranks gives them longest first, so the batch
+        refills from the queue as rows finish)."""
         from dataclasses import replace
 
         from ccq_eval.generation.engine import generate
         from ccq_eval.generation.text import model_stop_ids
-        from ccq_eval.lm.ranks import longest_first
 
         stops = model_stop_ids(self.model, self.tokenizer)
-        order = longest_first(requests)
-        results = generate(self.model, self.tokenizer, [replace(requests[i], stop_ids=requests[i].stop_ids | stops)
-                                                        for i in order], self.batch_size)
-        ordered = [None] * len(requests)
-        for i, result in zip(order, results):
-            ordered[i] = result
-        return ordered
+        return generate(self.model, self.tokenizer, [replace(r, stop_ids=r.stop_ids | stops) for r in requests],
+                        self.batch_size)
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         """lm-eval's generate_until (its own generating tasks; the plugins under stock lm-eval): each group of
         requests that share their generation kwargs goes to the engine at once (lm-eval has split them across
         ranks already); the text comes back as HFLM returns it (decoded, cut at the first stop string)."""
         from ccq_eval.generation.text import completion_text
+        from ccq_eval.lm.ranks import across_ranks
 
         texts: list[str | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}
@@ -101,7 +96,8 @@ class CCQEvalLM(RefusesTruncation, HFLM):
             groups.setdefault(repr(sorted(request.args[1].items())), []).append(i)
         for indices in groups.values():
             engine_requests = self._engine_requests([requests[i].args[0] for i in indices], requests[indices[0]].args[1])
-            for i, request, result in zip(indices, engine_requests, self._engine(engine_requests)):
+            # longest first, in this process alone: lm-eval has split the requests across ranks already
+            for i, request, result in zip(indices, engine_requests, across_ranks(engine_requests, self._engine)):
                 texts[i] = completion_text(self.tokenizer, result.tokens, request.until)
                 self.cache_hook.add_partial("generate_until", requests[i].args, texts[i])
         return texts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 
@@ -13,11 +14,17 @@ def takes_cached_chunks(model) -> bool:
 
     declared = family_of(model).cached_chunks
     if declared is None:
-        logging.getLogger(__name__).warning("%s: its family does not say whether its cache takes several tokens a "
-                                            "call; perplexity runs the model once over each sequence; set "
-                                            "Family.cached_chunks", model.config.model_type)
+        _note_unstated_chunks(model.config.model_type)
         return False
     return declared
+
+
+@functools.lru_cache(maxsize=None)
+def _note_unstated_chunks(model_type: str) -> None:
+    """Said once per model_type (perplexity asks once per sequence)."""
+    logging.getLogger(__name__).warning("%s: its family does not say whether its cache takes several tokens a call; "
+                                        "perplexity runs the model once over each sequence; set Family.cached_chunks",
+                                        model_type)
 
 
 def learned_positions(model) -> tuple[str, int] | None:

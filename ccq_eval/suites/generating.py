@@ -19,12 +19,12 @@ class Answer:
 def generate_answers(model, asks: list[Ask], budget: int) -> dict[int, Answer] | None:
     """Each ask's answer by sample index; None on a data-parallel rank other than 0 (rank 0 gathers every rank's
     share). A prompt that does not fit ``budget`` with its generated tokens fails the unit (PromptTooLong)."""
-    from ccq_eval.generation.text import completion_text, engine_request, stop_strings
+    from ccq_eval.generation.text import completion_text, engine_request
 
     tokenizer = model.tokenizer
     requests = [engine_request(ask, tokenizer, budget, scores=model.lm.scores_text) for ask in asks]
     results = model.lm.generate(requests)
     if results is None:
         return None
-    return {ask.index: Answer(completion_text(tokenizer, result.tokens, stop_strings(tokenizer, ask.until)),
-                              result.continuation_nll) for ask, result in zip(asks, results)}
+    return {ask.index: Answer(completion_text(tokenizer, result.tokens, request.until), result.continuation_nll)
+            for ask, request, result in zip(asks, requests, results)}
