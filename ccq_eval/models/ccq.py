@@ -21,6 +21,7 @@ import torch
 
 from ccq_eval.models import fp32_matmul
 from ccq_eval.models.fp32_matmul import ieee_fp32
+from ccq_eval.models.packed_chunks import chunk_slots
 
 SIGMA_SCALES = ("none", "trace")
 TRACE_EPS = 1e-6
@@ -253,27 +254,88 @@ def contract_query(
         return _contract_blocks(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
     if q.shape[0] != 1:
         raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
-    outs, finals = [], []
-    bounds = cu_seqlens.tolist()
-    for i, (start, end) in enumerate(zip(bounds[:-1], bounds[1:])):
-        state_i = initial_state.select(i) if initial_state is not None else None
-        if end == start:  # an empty sequence: its state passes through unchanged
-            finals.append(state_i)
-            continue
-        out, final = _contract_blocks(q[:, start:end], k[:, start:end], lam[:, start:end], state_i,
-                                     chunk_size, sigma_scale, output_final_state)
-        outs.append(out)
-        finals.append(final)
-    q_clean = torch.cat(outs, dim=1) if outs else q.clone()
+    return _contract_packed(q, k, lam, initial_state, chunk_size, cu_seqlens, sigma_scale, output_final_state)
+
+
+def _first_chunk_mean(k: torch.Tensor, cu: torch.Tensor, chunk_size: int, f: torch.dtype) -> torch.Tensor:
+    """Each packed sequence's mean of its first ``chunk_size`` keys (``k [T, H, D]``; 0 for an empty sequence)."""
+    lengths = cu[1:] - cu[:-1]
+    within = torch.arange(chunk_size, device=k.device)
+    place = (cu[:-1, None] + within).clamp_(max=max(k.shape[0] - 1, 0))
+    taken = (within < lengths[:, None]).to(f)  # [N, C]
+    keys = k.to(f)[place] if k.shape[0] else k.new_zeros(*place.shape, *k.shape[1:], dtype=f)
+    return torch.einsum("nc,nchd->nhd", taken, keys) / taken.sum(1).clamp_min(1)[:, None, None]
+
+
+def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, output_final_state):
+    """contract_query for N sequences packed along time, as one computation: every sequence's chunks side by side
+    in chunk slots that never cross a boundary (packed_chunks.py), no Python loop over sequences and no value read
+    back to the host, so the ops dispatched depend on T and N only through the number of blocks of slots.
+
+    The statistics entering a chunk are its sequence's carried ones plus the outer products of its sequence's
+    earlier chunks: inside a block of slots, a 0/1 "same sequence, earlier slot" matrix times the chunks' outer
+    products (exact, no cumulative sum across sequences to cancel); across blocks, each sequence's sums carried."""
+    T, H, D = q.shape[1:]
+    C = chunk_size
+    f = _stat_dtype(q)
+    cu = cu_seqlens.to(device=q.device, dtype=torch.long)
+    N = cu.numel() - 1
+    lengths = cu[1:] - cu[:-1]
+    layout = chunk_slots(cu, T, C)
+    if state is None:
+        n0 = torch.zeros(N, dtype=f, device=q.device)
+        carried_mean = torch.zeros(N, H, D, dtype=f, device=q.device)
+        carried_cov = torch.zeros(N, H, D, D, dtype=f, device=q.device)
+    else:
+        n0, carried_mean, carried_cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
+    has_state = (n0 > 0).view(N, 1, 1)
+    centre = torch.where(has_state, carried_mean, _first_chunk_mean(k[0], cu, C, f)).detach()
+    d0 = (carried_mean - centre) * has_state
+    key_sum = n0.view(N, 1, 1) * d0  # per sequence, carried from block to block: sum of shifted keys,
+    moment = n0.view(N, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # their raw second moment
+    sq_norm = torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double()  # and its trace [N, H]
+
+    q_slots, k_slots, lam_slots = (layout.gather(x[0]) for x in (q, k, lam))  # [S, C, H(, D)]
+    filled = layout.filled
+    within = torch.arange(1, C + 1, dtype=f, device=q.device)
+    tri = torch.ones(C, C, dtype=f, device=q.device).tril()
+    sequences = torch.arange(N, device=q.device)
+    per_block = max(1, BLOCK_TOKENS // C)
+    out = []
+    for start in range(0, layout.count, per_block):  # blocks bound the working memory, as _contract_blocks does
+        part = slice(start, start + per_block)
+        seq = layout.sequence[part]
+        here = filled[part]
+        qc = q_slots[part].to(f).transpose(1, 2)  # [nb, H, C, D]
+        kc = ((k_slots[part].to(f) - centre[seq].unsqueeze(1)) * here[..., None, None]).transpose(1, 2)
+        nb = len(seq)
+        earlier = (torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril(-1)
+                   & (seq[:, None] == seq[None, :])).to(f)  # [nb, nb]: the same sequence's earlier slots
+        owns = (seq[None, :] == sequences[:, None]).to(f)  # [N, nb] (an empty slot's keys are zeros)
+        totals = kc.sum(2)  # [nb, H, D]
+        outer = fp32_matmul.matmul(kc.transpose(-1, -2), kc)  # [nb, H, D, D]
+        sq = torch.linalg.vector_norm(kc, dim=-1).double().square()  # [nb, H, C]
+        entering = moment[seq] + fp32_matmul.matmul(earlier, outer.reshape(nb, -1), exact_left=True).view_as(outer)
+        before = key_sum[seq] + fp32_matmul.matmul(earlier, totals.reshape(nb, -1), exact_left=True).view_as(totals)
+        sums = fp32_matmul.matmul(tri, kc, exact_left=True) + before.unsqueeze(2)  # [nb, H, C, D]
+        second = fp32_matmul.matmul(fp32_matmul.matmul(qc, kc.transpose(-1, -2)) * tri, kc)
+        fp32_matmul.matmul_add_(second.view(-1, C, D), qc.reshape(-1, C, D), entering.view(-1, D, D))
+        norms = (sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
+        n_t = (n0[seq, None] + layout.chunk_in_sequence[part, None].to(f) * C + within).view(nb, C, 1, 1)
+        out.append(_read(qc.transpose(1, 2), lam_slots[part], sums.transpose(1, 2), second.transpose(1, 2),
+                         norms.transpose(1, 2).to(f), n_t, sigma_scale))
+        key_sum = key_sum + fp32_matmul.matmul(owns, totals.reshape(nb, -1), exact_left=True).view_as(key_sum)
+        moment = moment + fp32_matmul.matmul(owns, outer.reshape(nb, -1), exact_left=True).view_as(moment)
+        sq_norm = sq_norm + owns.double() @ sq.sum(-1)
+    q_clean = layout.scatter(torch.cat(out)).to(q.dtype).unsqueeze(0)
     if not output_final_state:
         return q_clean, None
-    if any(s is None for s in finals):
-        H, D = q.shape[2:]
-        empty = CCQState(torch.zeros(1, dtype=torch.int64, device=q.device),
-                         torch.zeros(1, H, D, dtype=_stat_dtype(q), device=q.device),
-                         torch.zeros(1, H, D, D, dtype=_stat_dtype(q), device=q.device))
-        finals = [s if s is not None else empty for s in finals]
-    return q_clean, CCQState.cat(finals)
+    n_T = n0 + lengths.to(f)
+    seen = n_T.clamp_min(1)
+    mean_T = key_sum / seen.view(N, 1, 1)
+    cov_T = moment / seen.view(N, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
+    return q_clean, CCQState(count=n_T.round().to(torch.int64), mean=(mean_T + centre) * (n_T > 0).view(N, 1, 1),
+                             cov=cov_T)
 
 
 def contract_query_step(

@@ -188,3 +188,91 @@ def test_a_decoding_step_updates_sigma_in_place_without_grad_and_leaves_it_alone
     kept = after.cov.clone()
     _, graded = contract_query_step(q[:, 11:12], k[:, 11:12], lam[:, 11:12], after)
     assert graded.cov.data_ptr() != after.cov.data_ptr() and torch.equal(after.cov, kept)
+
+
+def _packed(lengths, H=2, D=4, dtype=torch.float64, with_states=True):
+    seqs = [_inputs(B=1, T=n, H=H, D=D, dtype=dtype) for n in lengths]
+    q, k, lam = (torch.cat([s[i] for s in seqs], dim=1) for i in range(3))
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()])
+    states = None
+    if with_states:  # every other sequence carries earlier keys, the others start fresh
+        parts = []
+        for i in range(len(lengths)):
+            prefix = torch.randn(1, 3 + i, H, D, dtype=dtype) * 2 + 4
+            _, s = contract_query(torch.zeros_like(prefix), prefix, torch.zeros(prefix.shape[:3], dtype=dtype),
+                                  output_final_state=True)
+            if i % 2:
+                s = CCQState(torch.zeros(1, dtype=torch.int64), torch.zeros_like(s.mean), torch.zeros_like(s.cov))
+            parts.append(s)
+        states = CCQState.cat(parts)
+    return q, k, lam, cu, states
+
+
+@pytest.mark.parametrize("block", [2048, 40])
+def test_packed_sequences_as_one_computation_equal_each_sequence_alone(monkeypatch, block):
+    """Empty sequences, one-token ones, ones crossing blocks of slots (block 40 = a few chunks of 16): every token
+    and every final state as the sequence computed alone."""
+    import ccq_eval.models.ccq as ccq_module
+
+    lengths = [37, 0, 1, 16, 90, 0, 33]
+    q, k, lam, cu, states = _packed(lengths)
+    monkeypatch.setattr(ccq_module, "BLOCK_TOKENS", block)
+    out, final = contract_query(q, k, lam, initial_state=states, output_final_state=True, cu_seqlens=cu,
+                                chunk_size=16, sigma_scale="trace")
+    monkeypatch.setattr(ccq_module, "BLOCK_TOKENS", 2048)
+    for i, n in enumerate(lengths):
+        start, end = int(cu[i]), int(cu[i + 1])
+        alone, alone_state = contract_query(q[:, start:end], k[:, start:end], lam[:, start:end],
+                                            initial_state=states.select(i), output_final_state=True,
+                                            chunk_size=16, sigma_scale="trace") if n else (None, states.select(i))
+        if n:
+            torch.testing.assert_close(out[:, start:end], alone, rtol=1e-9, atol=1e-9)
+        assert final.count[i] == alone_state.count[0]
+        torch.testing.assert_close(final.mean[i], alone_state.mean[0], rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(final.cov[i], alone_state.cov[0], rtol=1e-9, atol=1e-9)
+
+
+def test_packed_float32_within_the_bound_of_the_float64_definition():
+    lengths = [700, 5, 300, 1200]
+    q, k, lam, cu, _ = _packed(lengths, H=2, D=16, dtype=torch.float32, with_states=False)
+    out, _ = contract_query(q, k, lam, cu_seqlens=cu)
+    for i in range(len(lengths)):
+        start, end = int(cu[i]), int(cu[i + 1])
+        ref = naive_contract_query(q[:, start:end], k[:, start:end], lam[:, start:end]) if end - start <= 300 else None
+        if ref is None:  # the long ones against the dense float64 form (itself equal to the definition above)
+            ref, _ = contract_query(q[:, start:end].double(), k[:, start:end].double(), lam[:, start:end].double())
+        rel = (out[:, start:end].double() - ref).norm(dim=-1) / ref.norm(dim=-1)
+        assert rel.max() <= 1e-4, (i, rel.max().item())
+
+
+def _dispatched_ops(fn) -> list[str]:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Ops():
+        fn()
+    return seen
+
+
+def test_packed_read_reads_nothing_back_and_dispatches_the_same_ops_for_2_and_32_sequences():
+    """The ops do not grow with the number of sequences (no loop over them) and none reads a value back to the host
+    (a GPU would wait for it in every CCQ layer)."""
+    from tests.host_reads import host_reads
+
+    T, H, D = 4096, 2, 8
+    runs = {}
+    for n in (2, 32):
+        lengths = [T // n] * n
+        q, k, lam, cu, states = _packed(lengths, H=H, D=D, dtype=torch.float32)
+        with torch.no_grad(), host_reads() as found:
+            ops = _dispatched_ops(lambda: contract_query(q, k, lam, initial_state=states, output_final_state=True,
+                                                         cu_seqlens=cu))
+        assert found == [], f"{len(found)} host reads, the first at:\n{found[0]}"
+        runs[n] = ops
+    assert runs[2] == runs[32], (len(runs[2]), len(runs[32]))
