@@ -46,6 +46,9 @@ class Family:
     summary: tuple[str, str] = ("torch backend", "fla's kernels")  # (CPU, CUDA) in a few words: the README's table
     doc_note: str = ""  # said beside it in the docs' table (a caveat, what CCQ reads)
     patches: tuple[Patch, ...] = ()  # fla names its layers call that the CPU backend replaces
+    # fla's one-token reads that the engine's fixed slots route to ccq-eval's step writing the state in place
+    # (models/in_place_steps.py): module, name, and the step as "module:function"
+    in_place_steps: tuple[Patch, ...] = ()
     # (config, length, dtype, ccq) -> bytes the model's cache holds after ``length`` tokens, batch 1; None where the
     # formula does not count this config (the efficiency table then shows the measured bytes alone)
     cache_bytes: Callable[[dict, int, str, bool], int | None] | None = None

@@ -3,8 +3,9 @@ shape a CUDA graph of the decoding step needs.
 
 A row is a slot. A finished row frees its slot and keeps being stepped (its tokens are ignored) until a new prompt's
 state is copied into it; the width, the buffers and their addresses never change. A step reads the cache from the
-buffers and writes the new states back into them (fla's layers return new tensors; the copies bring them home), so
-on CUDA the whole step, copies included, is captured once as a CUDA graph and replayed.
+buffers and writes the new states into them: the recurrent states in place (models/in_place_steps.py), the small
+tensors a layer returns anew (a convolution window, CCQ's mean) copied home, so on CUDA the whole step is captured
+once as a CUDA graph and replayed.
 
 The capture checks itself where it runs: the first replay is compared with the same step run eagerly from the same
 state. A capture that fails (at entry, inside any layer, or in the check's replay) or a replay that differs falls back
@@ -20,6 +21,7 @@ import warnings
 import torch
 
 from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, leaves, rebuild
+from ccq_eval.models.in_place_steps import states_written_in_place
 
 _WARNED: set[str] = set()
 _OUTCOMES: dict[str, str] = {}  # model class -> how its latest fixed-slot decoding ran (``decoding_graph``)
@@ -89,15 +91,18 @@ class StaticRows:
             layer.state = rebuild(state, iter(leaves(state)))
 
     def _run_eager(self) -> torch.Tensor:
-        """One step from the buffers, the new states copied back into them; the logits [width, V]."""
-        out = self.model(self.ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        """One step from the buffers, the new states written into them; the logits [width, V]. The recurrent states
+        are updated where they lie (models/in_place_steps.py); what a layer returns as a new tensor (a convolution's
+        window, CCQ's mean and count: small) is copied back."""
+        with states_written_in_place(self.model):
+            out = self.model(self.ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
         self.cache = out.past_key_values
         new = cache_leaves(self.cache)
         if len(new) != len(self.buffers):
             raise RuntimeError(f"the cache's states changed shape in a step ({len(new)} tensors, "
                                f"{len(self.buffers)} buffers)")
         for buffer, tensor in zip(self.buffers, new):
-            if tensor.data_ptr() != buffer.data_ptr():  # fla returns new tensors; some states move in place
+            if tensor.data_ptr() != buffer.data_ptr():
                 buffer.copy_(tensor)
         self._bind_home()
         return out.logits[:, -1]

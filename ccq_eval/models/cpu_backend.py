@@ -77,6 +77,11 @@ def fla_kernels_on_cpu():
         _FLA_ON_CPU = saved
 
 
+def fla_kernels_asked_for() -> bool:
+    """Inside ``fla_kernels_on_cpu``: CPU tensors go to Triton kernels (interpreted), not to torch code."""
+    return _FLA_ON_CPU
+
+
 class BackendSymbolMissing(RuntimeError):
     """fla no longer has a symbol the CPU backend replaces (an fla upgrade moved it)."""
 

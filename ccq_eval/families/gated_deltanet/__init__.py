@@ -28,5 +28,7 @@ FAMILY = Family(
                    f"{OPS}:fused_recurrent_gated_delta_rule"),
              # its fused q/k/v convolution calls causal_conv1d directly
              Patch("fla.layers.gated_deltanet", "causal_conv1d", "ccq_eval.models.cpu_ops:causal_conv1d")),
+    in_place_steps=(Patch("fla.layers.gated_deltanet", "fused_recurrent_gated_delta_rule",
+                          "ccq_eval.family_models.gated_deltanet.decode_step:fused_recurrent_gated_delta_rule_in_place"),),
     cache_bytes=cache_bytes,
 )

@@ -26,5 +26,7 @@ FAMILY = Family(
     patches=(Patch("fla.layers.gla", "chunk_gla", f"{OPS}:chunk_gla"),
              Patch("fla.layers.gla", "fused_recurrent_gla", f"{OPS}:fused_recurrent_gla"),
              Patch("fla.layers.gla", "fused_chunk_gla", f"{OPS}:fused_chunk_gla")),
+    in_place_steps=(Patch("fla.layers.gla", "fused_recurrent_gla",
+                          "ccq_eval.family_models.gla.decode_step:fused_recurrent_gla_in_place"),),
     cache_bytes=cache_bytes,
 )

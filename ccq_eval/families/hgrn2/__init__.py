@@ -16,4 +16,6 @@ FAMILY = Family(
              Patch("fla.layers.hgrn2", "fused_chunk_gla", f"{GLA_OPS}:fused_chunk_gla"),
              Patch("fla.layers.hgrn2", "swish", "ccq_eval.models.cpu_ops:swish"),
              Patch("fla.layers.hgrn2", "rms_norm_linear", "ccq_eval.family_models.hgrn2.cpu_ops:rms_norm_linear")),
+    in_place_steps=(Patch("fla.layers.hgrn2", "fused_recurrent_gla",
+                          "ccq_eval.family_models.gla.decode_step:fused_recurrent_gla_in_place"),),
 )
