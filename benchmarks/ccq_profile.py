@@ -1,15 +1,19 @@
-"""Where CCQ's read spends its time: one CCQ-GLA and one CCQ-GDN layer at the 1.3B shape (GLA: hidden 2048, 4
-heads, d_k 256; Gated DeltaNet: 8 heads, d_k 128) over a prefill of 8 x 4K tokens in bfloat16 (the GPU check's
-throughput shape), beside its backbone layer with the same weights.
+"""The cost ledger of CCQ's read and of the engine's decoding step: one layer of each paper family at the 1.3B shape
+(GLA: hidden 2048, 4 heads, d_k 256; Gated DeltaNet: 8 heads, d_k 128), its CCQ version beside it with the same
+weights, in bfloat16 (the GPU check's shapes):
 
-Two views of the same forward:
-- torch.profiler: CCQ's read alone, by op, self CPU time on this machine;
-- every aten op the layer dispatches, with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors
-  in and out), grouped by the CUDA kernel it becomes on a GPU, and priced at an H200's rates (IEEE fp32 matmuls on
-  CUDA cores, TF32 / bf16 on tensor cores, elementwise work at memory bandwidth): an estimate of where the GPU's
-  time goes, where no GPU is at hand to profile. CCQ is priced as shipped (IEEE fp32 matmuls) and with 3xTF32
-  (fp32_matmul.py), the chunk states in the one-cumsum form CUDA takes; and one cached decoding step at
-  --decode-batch rows, where launches (the step's overhead without a CUDA graph) and bytes (its floor with one) count.
+- the prefill as the engine runs it: ``--batch`` prompts of ``--length`` tokens packed into one row (cu_seqlens);
+- one decoding step at ``--decode-batch`` rows as the engine's fixed slots run it: the layer's step from the slots'
+  buffers, the states written in place where the family's step does it (models/in_place_steps.py), every other new
+  state tensor copied home (the copies a CUDA graph of the step replays);
+- torch.profiler over CCQ's read alone, by op, self CPU time here.
+
+Every aten op is counted with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors in and out),
+grouped by the CUDA kernel it becomes on a GPU; a Triton kernel ccq-eval or fla launches counts once, with its own
+tensors in and out. Each kernel is priced at an H200's rates (IEEE fp32 matmuls on CUDA cores, TF32 on tensor cores,
+bf16 matmuls at the 796 TFLOP/s and memory at the 4.27 TB/s an H200 measured for this project; elementwise work at
+memory bandwidth): an estimate of where a GPU's time goes, where none is at hand to profile. A step's MBU is the
+bytes it cannot avoid (the layer's weights, its states read and written once) over its priced time at that bandwidth.
 
     python benchmarks/ccq_profile.py [--batch 8] [--length 4096] [--decode-batch 64] [--family gla,gated_deltanet] [--device cpu]
 """
@@ -32,8 +36,9 @@ from torch.utils.flop_counter import flop_registry
 warnings.filterwarnings("ignore")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# an H200 SXM's peaks: dense fp32 on CUDA cores, TF32 and bf16 on tensor cores, HBM3e bandwidth
-H200 = {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12, "bytes": 4.8e12}
+# an H200 SXM: dense fp32 on CUDA cores and TF32 on tensor cores at their peaks; bf16 GEMMs and copies at the rates
+# measured on one for this project (gpu_check.py's ceilings)
+H200 = {"fp32": 67e12, "tf32": 495e12, "bf16": 796e12, "bytes": 4.27e12}
 SHAPES = {"gla": dict(hidden=2048, heads=4), "gated_deltanet": dict(hidden=2048, heads=8, head_dim=128)}
 MATMULS = {"mm", "bmm", "addmm", "baddbmm"}
 SCANS = {"cumsum", "cumsum_"}
@@ -92,7 +97,10 @@ def price(kernel: str, flops: float, nbytes: float) -> float:
 
 
 def tensor_bytes(*trees) -> int:
-    return sum(t.numel() * t.element_size() for t in tree_leaves(trees) if isinstance(t, torch.Tensor))
+    """Bytes of every tensor in the trees, CCQ's statistics (a dataclass) and fla's cache states included."""
+    from ccq_eval.generation.cache_rows import leaves
+
+    return sum(t.numel() * t.element_size() for leaf in tree_leaves(trees) for t in leaves(leaf))
 
 
 class OpLedger(TorchDispatchMode):
@@ -177,28 +185,65 @@ def gpu_forms(fp32_mode: str):
         ccq.entering_states, fp32_matmul.MODE = entering, mode
 
 
-def ledger(layer, x, fp32_mode: str = "ieee") -> dict:
+def ledger(layer, x, fp32_mode: str = "ieee", cu_seqlens=None) -> dict:
     book = OpLedger()
     with torch.no_grad(), gpu_forms(fp32_mode), fla_functions_scoped(book), book:
-        layer(x)
+        layer(x, cu_seqlens=cu_seqlens) if cu_seqlens is not None else layer(x)
     return dict(book.rows)
 
 
-def step_ledger(layer, batch: int, hidden: int, device: str, dtype: torch.dtype) -> dict:
-    """One cached decoding step of the layer at ``batch`` rows (after a short prefill), by kernel class."""
+def packed(batch: int, length: int, device: str) -> torch.Tensor:
+    """cu_seqlens of ``batch`` prompts of ``length`` tokens in one row, as the engine packs a prefill."""
+    return torch.arange(0, (batch + 1) * length, length, device=device)
+
+
+@contextlib.contextmanager
+def engine_kernels(book: OpLedger, family: str):
+    """What the engine's fixed slots run on a GPU, each counted as the one kernel it is there: the family's in-place
+    decoding step and CCQ's one-kernel step (a checkout without them runs fla's step and CCQ's torch ops)."""
+    try:
+        from ccq_eval.families import backbone
+        from ccq_eval.models import ccq_read
+        from ccq_eval.models.ccq_step_kernel import contract_query_step_fused  # noqa: F401 - present in this checkout
+        from ccq_eval.models.in_place_steps import routes_written_in_place
+    except ImportError:
+        yield
+        return
+    original = ccq_read.contract_query_step
+    ccq_read.contract_query_step = book.inside("ccq-eval Triton kernel (CCQ step)", original)
+    try:
+        with routes_written_in_place(backbone(family).in_place_steps):
+            yield
+    finally:
+        ccq_read.contract_query_step = original
+
+
+def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype) -> tuple[dict, int]:
+    """One decoding step of the layer at ``batch`` rows (after a short prefill) as the engine's fixed slots run it,
+    by kernel class, and the bytes it cannot avoid (weights, and every state read and written once)."""
     from fla.models.cache_utils import Cache
+
+    from ccq_eval.generation.cache_rows import cache_leaves
 
     cache = Cache()
     with torch.no_grad():
         layer(torch.randn(batch, 16, hidden, device=device, dtype=dtype), past_key_values=cache, use_cache=True)
+    buffers = cache_leaves(cache)
+    x = torch.randn(batch, 1, hidden, device=device, dtype=dtype)
     book = OpLedger()
-    with torch.no_grad(), gpu_forms("ieee"), fla_functions_scoped(book), book:
-        layer(torch.randn(batch, 1, hidden, device=device, dtype=dtype), past_key_values=cache, use_cache=True)
-    return dict(book.rows)
+    with torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), fla_functions_scoped(book), book:
+        layer(x, past_key_values=cache, use_cache=True)
+        for buffer, new in zip(buffers, cache_leaves(cache), strict=True):  # home, into the slots' buffers
+            if new.data_ptr() != buffer.data_ptr():
+                buffer.copy_(new)
+    weights = sum(p.numel() * p.element_size() for p in layer.parameters())
+    return dict(book.rows), weights + 2 * tensor_bytes(buffers)
 
 
-def print_books(books: dict[str, dict]) -> None:
-    print("  by CUDA kernel class: ops (launches), GFLOP, GB moved, CPU ms here, H200 ms at peak (estimate)")
+def print_books(books: dict[str, dict], floors: dict[str, int] | None = None) -> dict[str, float]:
+    """The books side by side; each one's H200 estimate (seconds), with its ratio to the backbone's, its launches and,
+    where ``floors`` gives the bytes it cannot avoid, its MBU."""
+    print("  by CUDA kernel class: ops (launches), GFLOP, GB moved, CPU ms here, H200 ms (estimate)")
     for kernel in sorted(set().union(*books.values())):
         for name, book in books.items():
             r = book.get(kernel)
@@ -207,34 +252,38 @@ def print_books(books: dict[str, dict]) -> None:
                       f"{r['seconds'] * 1e3:9.1f} {r['h200'] * 1e3:8.3f}")
     totals = {name: sum(r["h200"] for r in book.values()) for name, book in books.items()}
     launches = {name: sum(r["ops"] for r in book.values()) for name, book in books.items()}
-    print("  total, H200 estimate at peak: " + ", ".join(
-        f"{name} {ms * 1e3:.3f} ms ({ms / totals['backbone']:.2f}x, {launches[name]} launches)"
+    mbu = {name: floors[name] / H200["bytes"] / totals[name] for name in floors} if floors else {}
+    print("  total, H200 estimate: " + ", ".join(
+        f"{name} {ms * 1e3:.3f} ms ({ms / totals['backbone']:.2f}x, {launches[name]} launches"
+        + (f", MBU {mbu[name]:.2f}" if name in mbu else "") + ")"
         for name, ms in totals.items()))
+    return totals
 
 
-def read_inputs(ccq, x) -> tuple:
-    """The (q, k, lam) the CCQ layer hands its read, caught in one forward."""
+def read_inputs(ccq, x, cu_seqlens) -> tuple:
+    """The (q, k, lam) the CCQ layer hands its read, caught in one packed forward."""
     from ccq_eval.models import ccq_read
 
     caught, original = [], ccq_read.contract_query
     ccq_read.contract_query = lambda q, k, lam, **kw: (caught.append((q, k, lam)), original(q, k, lam, **kw))[1]
     try:
         with torch.no_grad():
-            ccq(x)
+            ccq(x, cu_seqlens=cu_seqlens)
     finally:
         ccq_read.contract_query = original
     return caught[0]
 
 
-def read_profile(ccq, x, top: int) -> list[tuple[str, int, float]]:
-    """torch.profiler over CCQ's read alone, in the GPU's forms: (op, calls, self CPU ms), the costliest first."""
+def read_profile(ccq, x, cu_seqlens, top: int) -> list[tuple[str, int, float]]:
+    """torch.profiler over CCQ's packed read alone, in the GPU's forms: (op, calls, self CPU ms), the costliest
+    first."""
     from torch.profiler import ProfilerActivity, profile
 
     from ccq_eval.models.ccq import contract_query
 
-    q, k, lam = read_inputs(ccq, x)
+    q, k, lam = read_inputs(ccq, x, cu_seqlens)
     with torch.no_grad(), gpu_forms("ieee"), profile(activities=[ProfilerActivity.CPU]) as prof:
-        contract_query(q, k, lam)
+        contract_query(q, k, lam, cu_seqlens=cu_seqlens)
     events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
     return [(e.key, e.count, e.self_cpu_time_total / 1e3) for e in events[:top]]
 
@@ -246,19 +295,21 @@ def report(family: str, batch: int, length: int, decode_batch: int, device: str,
 
         install_cpu_backend()
     base, ccq = build(family, device, dtype)
-    x = torch.randn(batch, length, SHAPES[family]["hidden"], device=device, dtype=dtype)
+    x = torch.randn(1, batch * length, SHAPES[family]["hidden"], device=device, dtype=dtype)
+    cu = packed(batch, length, device)
     with torch.no_grad():
-        base(x), ccq(x)  # warm-up
+        base(x, cu_seqlens=cu), ccq(x, cu_seqlens=cu)  # warm-up
     print(f"\n## {family}: one layer, {batch} x {length} tokens, {dtype}")
-    print("\ntorch.profiler over CCQ's read alone (contract_query), self CPU ms here:")
-    for op, calls, ms in read_profile(ccq, x, top):
+    print("\ntorch.profiler over CCQ's packed read alone (contract_query), self CPU ms here:")
+    for op, calls, ms in read_profile(ccq, x, cu, top):
         print(f"  {op:28s} {calls:5d} calls {ms:9.1f}")
-    print(f"\nprefill, {batch} x {length}:")
-    print_books({"backbone": ledger(base, x), "CCQ": ledger(ccq, x), "CCQ 3xTF32": ledger(ccq, x, "3xtf32")})
+    print(f"\nprefill, {batch} x {length}, packed into one row:")
+    print_books({"backbone": ledger(base, x, cu_seqlens=cu), "CCQ": ledger(ccq, x, cu_seqlens=cu)})
     hidden = SHAPES[family]["hidden"]
-    print(f"\none decoding step, {decode_batch} rows:")
-    print_books({name: step_ledger(layer, decode_batch, hidden, device, dtype)
-                 for name, layer in (("backbone", base), ("CCQ", ccq))})
+    print(f"\none decoding step, {decode_batch} rows, as the engine's fixed slots run it:")
+    steps = {name: step_ledger(layer, family, decode_batch, hidden, device, dtype)
+             for name, layer in (("backbone", base), ("CCQ", ccq))}
+    print_books({name: book for name, (book, _) in steps.items()}, {name: floor for name, (_, floor) in steps.items()})
 
 
 def main() -> int:

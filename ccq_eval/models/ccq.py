@@ -21,6 +21,8 @@ import torch
 
 from ccq_eval.models import fp32_matmul
 from ccq_eval.models.fp32_matmul import ieee_fp32
+from ccq_eval.models.ccq_step_kernel import contract_query_step_fused, takes as takes_fused_step
+from ccq_eval.models.in_place_steps import runs_triton
 from ccq_eval.models.packed_chunks import chunk_slots
 
 SIGMA_SCALES = ("none", "trace")
@@ -354,6 +356,9 @@ def contract_query_step(
     B, T, H, D = q.shape
     if T != 1 or k.shape != q.shape or lam.shape != (B, 1, H):
         raise ValueError(f"contract_query_step takes one token: q {tuple(q.shape)}, k {tuple(k.shape)}, lam {tuple(lam.shape)}")
+    if _fused_step(q, state):
+        q_clean, mean1, count = contract_query_step_fused(q, k, lam, state, sigma_scale == "trace", TRACE_EPS)
+        return q_clean, CCQState(count=count, mean=mean1, cov=state.cov)
     f = _stat_dtype(q)
     qf, kf, lamf = q[:, 0].to(f), k[:, 0].to(f), lam[:, 0].to(f)
     if state is None:
@@ -377,6 +382,12 @@ def contract_query_step(
     q_clean = (qf - lamf.unsqueeze(-1) * sigma_q).to(q.dtype).unsqueeze(1)
     count = (state.count if state is not None else torch.zeros(B, dtype=torch.int64, device=q.device)) + 1
     return q_clean, CCQState(count=count, mean=mean1, cov=cov1)
+
+
+def _fused_step(q: torch.Tensor, state: CCQState | None) -> bool:
+    """The one-kernel step (ccq_step_kernel.py) where Triton runs: on a GPU, and on the CPU under Triton's
+    interpreter when fla's kernels are asked for; the torch form elsewhere and with gradients."""
+    return runs_triton(q) and takes_fused_step(q, state)
 
 
 def naive_contract_query(

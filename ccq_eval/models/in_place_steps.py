@@ -44,12 +44,16 @@ def _routed(original, step):
     return read
 
 
-@contextlib.contextmanager
 def states_written_in_place(model):
     """Inside the block this model's one-token reads update their state in place (see the module's docstring)."""
     from ccq_eval.families import family_of
 
-    routes = family_of(model).in_place_steps
+    return routes_written_in_place(family_of(model).in_place_steps)
+
+
+@contextlib.contextmanager
+def routes_written_in_place(routes):
+    """Inside the block each route's fla name (``Family.in_place_steps``) tries its in-place step first."""
     saved = []
     for route in routes:
         module = importlib.import_module(route.module)
