@@ -72,7 +72,15 @@ class StaticRows:
         home = iter(self.buffers)
         self.home_states = [rebuild(layer.state, home) for layer in self.cache.layers]
         self._bind_home()
+        # the step's input tokens; the captured step writes its greedy picks into it, the next step's input
         self.ids = torch.zeros((width, 1), dtype=torch.long, device=model.device)
+        # token ids a slot may not pick (a stop token before a request's min_new_tokens), set by the host between steps
+        self.banned = torch.zeros((width, _vocabulary(model)), dtype=torch.bool, device=model.device)
+        # two host buffers the picks are copied to without blocking (pinned on CUDA): step t's are read while t + 1 runs
+        pinned = model.device.type == "cuda"
+        self._host = [torch.zeros(width, dtype=torch.long, pin_memory=pinned) for _ in range(2)]
+        self._copied = [torch.cuda.Event() if pinned else None for _ in range(2)]
+        self._turn = 0
         self.logits: torch.Tensor | None = None
         self.graph, self.capture = None, capture  # capture: on CUDA (the engine decides)
         self.outcome = None if capture else "eager: not on CUDA"
@@ -107,27 +115,65 @@ class StaticRows:
         self._bind_home()
         return out.logits[:, -1]
 
-    def step(self, tokens: list[int]) -> torch.Tensor:
-        """Feed each slot its token; the slots' next-token logits [width, V]."""
-        self.ids.copy_(torch.tensor(tokens, dtype=torch.long)[:, None])
+    def _forward(self) -> torch.Tensor:
+        """What the graph captures: one step, then each slot's greedy pick (its banned ids excluded) written into the
+        input buffer, where the next step reads it. The logits [width, V]."""
+        logits = self._run_eager()
+        self.ids.copy_(logits.masked_fill(self.banned, float("-inf")).argmax(-1, keepdim=True))
+        return logits
+
+    def _replay(self) -> torch.Tensor:
         if self.capture and self.graph is None:
             return self._capture_and_step()
         if self.graph is None:
-            return self._run_eager()
+            return self._forward()
         self.graph.replay()
         return self.logits
 
+    def step(self, tokens: list[int]) -> torch.Tensor:
+        """Feed each slot its token; the slots' next-token logits [width, V]."""
+        self.ids.copy_(torch.tensor(tokens, dtype=torch.long)[:, None])
+        return self._replay()
+
     __call__ = step
 
+    def set_tokens(self, slots: list[int], tokens: list[int]) -> None:
+        """The next step feeds these slots these tokens (a new prompt's first token, picked from its prefill)."""
+        self.ids[torch.tensor(slots, device=self.ids.device), 0] = torch.tensor(tokens, device=self.ids.device)
+
+    def ban(self, slot: int, ids: frozenset[int]) -> None:
+        """The slot's picks exclude these ids until the next call for the slot."""
+        self.banned[slot] = False
+        if ids:
+            self.banned[slot, torch.tensor(sorted(ids), device=self.banned.device)] = True
+
+    def advance(self) -> int:
+        """One step from the tokens in the input buffer, its picks left there for the next step and copied to the host
+        without waiting; the handle ``picks`` reads them with."""
+        self._replay()
+        turn, self._turn = self._turn, 1 - self._turn
+        self._host[turn].copy_(self.ids[:, 0], non_blocking=True)
+        if self._copied[turn] is not None:
+            self._copied[turn].record()
+        return turn
+
+    def picks(self, turn: int) -> list[int]:
+        """The tokens picked by the step ``turn`` came from (waits for that step alone, not for any launched after)."""
+        if self._copied[turn] is not None:
+            self._copied[turn].synchronize()
+        return self._host[turn].tolist()
+
     def _snapshot(self) -> tuple[list[torch.Tensor], list[int]]:
-        """The buffers' values and each layer's token count (fla's layers count the tokens they have seen)."""
-        return [b.clone() for b in self.buffers], [getattr(layer, "_seen_tokens", 0) for layer in self.cache.layers]
+        """The buffers' and input's values and each layer's token count (fla's layers count the tokens they have
+        seen)."""
+        return ([b.clone() for b in (*self.buffers, self.ids)],
+                [getattr(layer, "_seen_tokens", 0) for layer in self.cache.layers])
 
     def _restore(self, saved: tuple[list[torch.Tensor], list[int]]) -> None:
         """Back to a snapshot: the states bound to the buffers again and refilled, the token counts reset."""
         self._bind_home()
         values, seen = saved
-        for buffer, value in zip(self.buffers, values):
+        for buffer, value in zip((*self.buffers, self.ids), values, strict=True):
             buffer.copy_(value)
         for layer, count in zip(self.cache.layers, seen):
             if hasattr(layer, "_seen_tokens"):
@@ -139,7 +185,7 @@ class StaticRows:
         self.graph, self.outcome = None, f"eager: {why}"
         _OUTCOMES[type(self.model).__name__] = self.outcome
         _say_once(self.model, why)
-        return self._run_eager()
+        return self._forward()
 
     def _capture_and_step(self) -> torch.Tensor:
         """Warm up (fla compiles and tunes its kernels on first use), capture, and check the first replay against
@@ -152,14 +198,14 @@ class StaticRows:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(2):
-                    self._run_eager()
+                    self._forward()
                     self._restore(before)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                self.logits = self._run_eager()
+                self.logits = self._forward()
             self._restore(before)
-            expected_logits = self._run_eager().clone()
+            expected_logits = self._forward().clone()
             expected_state = self._snapshot()[0]
             self._restore(before)
             graph.replay()
@@ -167,12 +213,21 @@ class StaticRows:
             cause = first_cause(exc)
             return self._fall_back(before, f"capture failed: {type(cause).__name__}: "
                                            f"{(str(cause).splitlines() or [''])[0][:200]}")
-        differs = _largest_difference([self.logits, *self.buffers], [expected_logits, *expected_state])
+        *expected_buffers, expected_picks = expected_state
+        if not torch.equal(self.ids, expected_picks):
+            return self._fall_back(before, "the graph's first step picked other tokens than the eager step")
+        differs = _largest_difference([self.logits, *self.buffers], [expected_logits, *expected_buffers])
         if differs > REPLAY_TOLERANCE:
             return self._fall_back(before, f"the graph's first step differed from the eager step by {differs:.3g}")
         self.graph, self.outcome = graph, "captured"
         _OUTCOMES[type(self.model).__name__] = self.outcome
         return self.logits
+
+
+def _vocabulary(model) -> int:
+    """The width of the model's logits."""
+    head = model.get_output_embeddings()
+    return head.weight.shape[0] if head is not None else model.config.vocab_size
 
 
 def _largest_difference(got: list[torch.Tensor], expected: list[torch.Tensor]) -> float:

@@ -73,6 +73,7 @@ def _apply_trace_scale(sigma_q: torch.Tensor, trace: torch.Tensor) -> torch.Tens
 
 
 FP32_BOUND = 1e-4  # relative error against the float64 definition that fp32 inputs must meet
+BF16_BOUND = 2.0 ** -7  # bfloat16 inputs: the contracted query's own rounding (2^-8) and as much again for its sums
 
 # How the second moment is computed: "torch" (chunked matmuls at fp32 precision on every device: IEEE on a
 # CPU, 3xTF32 on a GPU's tensor cores; fp32_matmul.py), or "fla" (fla's chunk_simple_gla kernel). On Ampere and
@@ -252,11 +253,12 @@ def contract_query(
     _check_sigma_scale(sigma_scale)
     if q.shape != k.shape or lam.shape != q.shape[:3]:
         raise ValueError(f"contract_query: q {tuple(q.shape)}, k {tuple(k.shape)} and lam {tuple(lam.shape)} do not fit [B, T, H, D] / [B, T, H]")
-    if cu_seqlens is None:
-        return _contract_blocks(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
-    if q.shape[0] != 1:
+    if cu_seqlens is not None and q.shape[0] != 1:
         raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
-    return _contract_packed(q, k, lam, initial_state, chunk_size, cu_seqlens, sigma_scale, output_final_state)
+    with fp32_matmul.precision_for(q.dtype):  # statistics in float32; its matmuls as precise as the model needs
+        if cu_seqlens is None:
+            return _contract_blocks(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)
+        return _contract_packed(q, k, lam, initial_state, chunk_size, cu_seqlens, sigma_scale, output_final_state)
 
 
 def _first_chunk_mean(k: torch.Tensor, cu: torch.Tensor, chunk_size: int, f: torch.dtype) -> torch.Tensor:

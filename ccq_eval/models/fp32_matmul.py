@@ -22,6 +22,22 @@ import torch
 MODES = ("ieee", "3xtf32")
 MODE = "ieee"
 _TF32_DROPPED_BITS = 13  # float32 keeps 23 stored mantissa bits, TF32 10
+_ONE_TF32_PASS = False  # inside ``precision_for`` a bfloat16 / float16 model: one TF32 pass is precise enough
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+@contextlib.contextmanager
+def precision_for(dtype: torch.dtype):
+    """Inside the block, float32 matmuls at the precision a model of ``dtype`` needs: fp32's for a float32 model
+    (IEEE, or 3xTF32 under MODE); for a bfloat16 or float16 model one TF32 pass, whose error (operands rounded to 10
+    mantissa bits: about 1e-3 of a product) stays below the rounding of the contracted query to the model's dtype
+    (2^-8 for bfloat16; tests/models/test_fp32_matmul.py bounds it against the float64 definition)."""
+    global _ONE_TF32_PASS
+    saved, _ONE_TF32_PASS = _ONE_TF32_PASS, dtype in LOW_PRECISION
+    try:
+        yield
+    finally:
+        _ONE_TF32_PASS = saved
 
 
 @contextlib.contextmanager
@@ -69,6 +85,8 @@ def mode() -> str:
 def matmul(a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.Tensor:
     """``a @ b`` at fp32 precision for float32 operands; other dtypes as they are. exact_left: ``a`` holds
     values TF32 represents exactly (a 0/1 mask), so its remainder term is skipped."""
+    if a.dtype == torch.float32 and _ONE_TF32_PASS:
+        return tf32_matmul(a, b)
     if a.dtype != torch.float32 or mode() == "ieee":
         with ieee_fp32():
             return a @ b
@@ -82,7 +100,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.
 def matmul_add_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``out += a @ b`` for 3-D operands, at fp32 precision: in IEEE, one GEMM that accumulates into ``out`` (no
     separate pass to add)."""
-    if a.dtype != torch.float32 or mode() == "ieee":
+    if a.dtype != torch.float32 or (mode() == "ieee" and not _ONE_TF32_PASS):
         with ieee_fp32():
             return out.baddbmm_(a, b)
     return out.add_(matmul(a, b))

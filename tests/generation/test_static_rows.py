@@ -50,7 +50,7 @@ def test_the_cache_stays_in_its_buffers_and_moves_on():
 
 class StandIn:
     """torch.cuda's stream and graph API, on the CPU. ``replay``: what a captured graph's replay does ("right",
-    "stale": nothing, "raises"); ``fail``: where the capture breaks ("entry", or "layer <k>": the k-th token mixer
+    "drifts": right picks over a state a percent off, "stale": nothing, "raises"); ``fail``: where the capture breaks ("entry", or "layer <k>": the k-th token mixer
     raises while capturing, as a host sync there does, and the graph's exit raises its own error over it)."""
 
     def __init__(self, monkeypatch, replay: str = "right", fail: str | None = None, model=None):
@@ -66,9 +66,11 @@ class StandIn:
                 stand_in.replays += 1
                 if replay == "raises":
                     raise RuntimeError("CUDA error: an illegal memory access was encountered")
-                if replay == "right":  # a graph writes its outputs where the capture put them
+                if replay in ("right", "drifts"):  # a graph writes its outputs where the capture put them
                     rows = stand_in.made[-1]
-                    rows.logits.copy_(rows._run_eager())
+                    rows.logits.copy_(rows._forward())
+                    if replay == "drifts":  # the same picks, a state a percent off
+                        rows.buffers[0].mul_(1.01)
                 # "stale": a graph that recorded nothing does nothing
 
         class Stream:
@@ -120,7 +122,8 @@ def static_run(model, asked, stand_in):
     return [str(w.message) for w in caught if "CUDA graph" in str(w.message)]
 
 
-@pytest.mark.parametrize("replay,said", [("right", None), ("stale", "differed from the eager step"),
+@pytest.mark.parametrize("replay,said", [("right", None), ("stale", "picked other tokens than the eager step"),
+                                         ("drifts", "differed from the eager step"),
                                          ("raises", "capture failed: RuntimeError: CUDA error: an illegal memory")])
 def test_the_capture_checks_itself_and_falls_back_once(monkeypatch, replay, said):
     torch.manual_seed(0)

@@ -84,3 +84,23 @@ def test_ieee_is_the_default_and_a_wrong_mode_is_named(monkeypatch):
 def test_other_dtypes_pass_through_unsplit(gpu_arithmetic):
     a, b = torch.randn(4, 8, dtype=torch.float64), torch.randn(8, 3, dtype=torch.float64)
     assert torch.equal(fp32_matmul.matmul(a, b), a @ b)
+
+
+@pytest.mark.parametrize("sigma_scale", ["none", "trace"])
+def test_a_bfloat16_model_takes_one_tf32_pass_within_its_own_rounding(monkeypatch, sigma_scale):
+    """A bfloat16 model's read: one TF32 pass per matmul (emulated), the contracted query within BF16_BOUND of the
+    float64 definition on the same bfloat16 inputs, per token; a float32 model's read never takes that pass."""
+    from ccq_eval.models.ccq import BF16_BOUND
+
+    passes = []
+    monkeypatch.setattr(fp32_matmul, "tf32_matmul", lambda a, b: (passes.append(1), emulated_tf32_matmul(a, b))[1])
+    q, k, lam = (x.bfloat16() for x in ccq_inputs())
+    k = (k.float() * 2 + 5).bfloat16()  # keys with a large mean: the centring must hold under TF32 too
+    oracle = naive_contract_query(q, k, lam, sigma_scale=sigma_scale)
+    out, _ = contract_query(q, k, lam, sigma_scale=sigma_scale)
+    assert passes and out.dtype == torch.bfloat16
+    error = ((out.double() - oracle).norm(dim=-1) / oracle.norm(dim=-1)).max().item()
+    assert error < BF16_BOUND, error
+    passes.clear()
+    contract_query(q.float(), k.float(), lam, sigma_scale=sigma_scale)
+    assert not passes
