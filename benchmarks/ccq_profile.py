@@ -173,16 +173,21 @@ def fla_functions_scoped(book: OpLedger):
 
 @contextlib.contextmanager
 def gpu_forms(fp32_mode: str):
-    """CCQ's read as it runs on CUDA: the chunk states by one cumsum (the CPU loops), fp32 matmuls in fp32_mode."""
+    """CCQ's read as it runs on CUDA: the chunk states by one cumsum (the CPU loops), packed sequences in a GPU's
+    blocks, fp32 matmuls in fp32_mode."""
     from ccq_eval.models import ccq, fp32_matmul
 
-    entering, mode = ccq.entering_states, fp32_matmul.MODE
+    entering, mode, block = ccq.entering_states, fp32_matmul.MODE, getattr(ccq, "packed_block_tokens", None)
     ccq.entering_states = lambda p0, outer, loop: entering(p0, outer, loop=False)
     fp32_matmul.MODE = fp32_mode
+    if block is not None:  # packed sequences in the blocks a GPU takes
+        ccq.packed_block_tokens = lambda device: ccq.PACKED_BLOCK_TOKENS
     try:
         yield
     finally:
         ccq.entering_states, fp32_matmul.MODE = entering, mode
+        if block is not None:
+            ccq.packed_block_tokens = block
 
 
 def ledger(layer, x, fp32_mode: str = "ieee", cu_seqlens=None) -> dict:

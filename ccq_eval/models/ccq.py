@@ -28,6 +28,10 @@ from ccq_eval.models.packed_chunks import chunk_slots
 SIGMA_SCALES = ("none", "trace")
 TRACE_EPS = 1e-6
 BLOCK_TOKENS = 2048  # a multiple of every chunk size used; bounds the operator's working memory
+# packed sequences on a GPU go through in blocks of this many tokens' chunk slots: fewer blocks are fewer launches;
+# a block holds three [slots, H, D, D] float32 tensors (768 MB at the 1.3B GLA shape) and its "same sequence,
+# earlier slot" matmul costs slots^2 H D^2 multiply-adds (17 GFLOP), a few hundredths of a millisecond on tensor cores
+PACKED_BLOCK_TOKENS = 16384
 
 
 @dataclass
@@ -271,6 +275,16 @@ def _first_chunk_mean(k: torch.Tensor, cu: torch.Tensor, chunk_size: int, f: tor
     return torch.einsum("nc,nchd->nhd", taken, keys) / taken.sum(1).clamp_min(1)[:, None, None]
 
 
+def packed_block_tokens(device: torch.device) -> int:
+    """PACKED_BLOCK_TOKENS on a GPU; on a CPU, whose matmuls are slow and launches cheap, BLOCK_TOKENS."""
+    return BLOCK_TOKENS if device.type == "cpu" else PACKED_BLOCK_TOKENS
+
+
+def _contiguous(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` in ``dtype``, contiguous: one pass (cast and layout together)."""
+    return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
+
+
 def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, output_final_state):
     """contract_query for N sequences packed along time, as one computation: every sequence's chunks side by side
     in chunk slots that never cross a boundary (packed_chunks.py), no Python loop over sequences and no value read
@@ -299,19 +313,19 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
     moment = n0.view(N, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # their raw second moment
     sq_norm = torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double()  # and its trace [N, H]
 
-    q_slots, k_slots, lam_slots = (layout.gather(x[0]) for x in (q, k, lam))  # [S, C, H(, D)]
-    filled = layout.filled
+    # the keys shifted by their sequence's centre before they are laid out: the padding stays zero
+    q_slots, lam_slots = layout.gather(q[0]), layout.gather(lam[0])  # [S, C, H(, D)]
+    k_slots = layout.gather(k[0].to(f) - centre[layout.token_sequence])
     within = torch.arange(1, C + 1, dtype=f, device=q.device)
     tri = torch.ones(C, C, dtype=f, device=q.device).tril()
     sequences = torch.arange(N, device=q.device)
-    per_block = max(1, BLOCK_TOKENS // C)
+    per_block = max(1, packed_block_tokens(q.device) // C)
     out = []
     for start in range(0, layout.count, per_block):  # blocks bound the working memory, as _contract_blocks does
         part = slice(start, start + per_block)
         seq = layout.sequence[part]
-        here = filled[part]
-        qc = q_slots[part].to(f).transpose(1, 2)  # [nb, H, C, D]
-        kc = ((k_slots[part].to(f) - centre[seq].unsqueeze(1)) * here[..., None, None]).transpose(1, 2)
+        # [nb, H, C, D], contiguous: what the batched matmuls read without copying again
+        qc, kc = (_contiguous(x[part].transpose(1, 2), f) for x in (q_slots, k_slots))
         nb = len(seq)
         earlier = (torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril(-1)
                    & (seq[:, None] == seq[None, :])).to(f)  # [nb, nb]: the same sequence's earlier slots
@@ -323,7 +337,7 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
         before = key_sum[seq] + fp32_matmul.matmul(earlier, totals.reshape(nb, -1), exact_left=True).view_as(totals)
         sums = fp32_matmul.matmul(tri, kc, exact_left=True) + before.unsqueeze(2)  # [nb, H, C, D]
         second = fp32_matmul.matmul(fp32_matmul.matmul(qc, kc.transpose(-1, -2)) * tri, kc)
-        fp32_matmul.matmul_add_(second.view(-1, C, D), qc.reshape(-1, C, D), entering.view(-1, D, D))
+        fp32_matmul.matmul_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
         norms = (sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
         n_t = (n0[seq, None] + layout.chunk_in_sequence[part, None].to(f) * C + within).view(nb, C, 1, 1)
         out.append(_read(qc.transpose(1, 2), lam_slots[part], sums.transpose(1, 2), second.transpose(1, 2),

@@ -260,10 +260,15 @@ def _dispatched_ops(fn) -> list[str]:
     return seen
 
 
-def test_packed_read_reads_nothing_back_and_dispatches_the_same_ops_for_2_and_32_sequences():
+@pytest.mark.parametrize("gpu_blocks", [False, True])
+def test_packed_read_reads_nothing_back_and_dispatches_the_same_ops_for_2_and_32_sequences(gpu_blocks, monkeypatch):
     """The ops do not grow with the number of sequences (no loop over them) and none reads a value back to the host
-    (a GPU would wait for it in every CCQ layer)."""
+    (a GPU would wait for it in every CCQ layer); in the CPU's blocks and in a GPU's."""
+    import ccq_eval.models.ccq as ccq_module
     from tests.host_reads import host_reads
+
+    if gpu_blocks:
+        monkeypatch.setattr(ccq_module, "packed_block_tokens", lambda device: ccq_module.PACKED_BLOCK_TOKENS)
 
     T, H, D = 4096, 2, 8
     runs = {}
