@@ -333,8 +333,10 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
         totals = kc.sum(2)  # [nb, H, D]
         outer = fp32_matmul.matmul(kc.transpose(-1, -2), kc)  # [nb, H, D, D]
         sq = torch.linalg.vector_norm(kc, dim=-1).double().square()  # [nb, H, C]
-        entering = moment[seq] + fp32_matmul.matmul(earlier, outer.reshape(nb, -1), exact_left=True).view_as(outer)
-        before = key_sum[seq] + fp32_matmul.matmul(earlier, totals.reshape(nb, -1), exact_left=True).view_as(totals)
+        entering = fp32_matmul.matmul_add_(moment[seq].view(1, nb, -1), earlier[None], outer.view(1, nb, -1),
+                                           exact_left=True).view_as(outer)
+        before = fp32_matmul.matmul_add_(key_sum[seq].view(1, nb, -1), earlier[None], totals.view(1, nb, -1),
+                                         exact_left=True).view_as(totals)
         sums = fp32_matmul.matmul(tri, kc, exact_left=True) + before.unsqueeze(2)  # [nb, H, C, D]
         second = fp32_matmul.matmul(fp32_matmul.matmul(qc, kc.transpose(-1, -2)) * tri, kc)
         fp32_matmul.matmul_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
@@ -342,8 +344,8 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
         n_t = (n0[seq, None] + layout.chunk_in_sequence[part, None].to(f) * C + within).view(nb, C, 1, 1)
         out.append(_read(qc.transpose(1, 2), lam_slots[part], sums.transpose(1, 2), second.transpose(1, 2),
                          norms.transpose(1, 2).to(f), n_t, sigma_scale))
-        key_sum = key_sum + fp32_matmul.matmul(owns, totals.reshape(nb, -1), exact_left=True).view_as(key_sum)
-        moment = moment + fp32_matmul.matmul(owns, outer.reshape(nb, -1), exact_left=True).view_as(moment)
+        fp32_matmul.matmul_add_(key_sum.view(1, N, -1), owns[None], totals.view(1, nb, -1), exact_left=True)
+        fp32_matmul.matmul_add_(moment.view(1, N, -1), owns[None], outer.view(1, nb, -1), exact_left=True)
         sq_norm = sq_norm + owns.double() @ sq.sum(-1)
     q_clean = layout.scatter(torch.cat(out)).to(q.dtype).unsqueeze(0)
     if not output_final_state:

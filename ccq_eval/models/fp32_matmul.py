@@ -76,6 +76,12 @@ def tf32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a @ b
 
 
+def tf32_matmul_add_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``out += a @ b`` in one GEMM with TF32 allowed."""
+    with matmul_precision("high"):
+        return out.baddbmm_(a, b)
+
+
 def mode() -> str:
     if MODE not in MODES:
         raise ValueError(f"fp32_matmul.MODE must be one of {MODES}, got {MODE!r}")
@@ -97,10 +103,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.
     return tf32_matmul(a_hi, b_hi) + (tf32_matmul(a_hi, b_lo) + tf32_matmul(a_lo, b_hi))
 
 
-def matmul_add_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``out += a @ b`` for 3-D operands, at fp32 precision: in IEEE, one GEMM that accumulates into ``out`` (no
-    separate pass to add)."""
-    if a.dtype != torch.float32 or (mode() == "ieee" and not _ONE_TF32_PASS):
+def matmul_add_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, exact_left: bool = False) -> torch.Tensor:
+    """``out += a @ b`` for 3-D operands, at fp32 precision: in IEEE (or one TF32 pass where allowed), one GEMM that
+    accumulates into ``out`` (no separate pass to add)."""
+    if a.dtype == torch.float32 and _ONE_TF32_PASS:
+        return tf32_matmul_add_(out, a, b)
+    if a.dtype != torch.float32 or mode() == "ieee":
         with ieee_fp32():
             return out.baddbmm_(a, b)
-    return out.add_(matmul(a, b))
+    return out.add_(matmul(a, b, exact_left=exact_left))

@@ -281,3 +281,12 @@ def test_packed_read_reads_nothing_back_and_dispatches_the_same_ops_for_2_and_32
         assert found == [], f"{len(found)} host reads, the first at:\n{found[0]}"
         runs[n] = ops
     assert runs[2] == runs[32], (len(runs[2]), len(runs[32]))
+
+
+def test_gradcheck_packed_float64():
+    lengths = [7, 0, 12, 3]
+    q, k, lam, cu, states = _packed(lengths, H=1, D=3)
+    for x in (q, k, lam):
+        x.requires_grad_(True)
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: contract_query(a, b, c, chunk_size=4, cu_seqlens=cu, initial_state=states)[0], (q, k, lam))
