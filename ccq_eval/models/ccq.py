@@ -285,6 +285,66 @@ def _contiguous(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
 
 
+@dataclass
+class _Carried:
+    """Per packed sequence, what the blocks carry: the count before this call, the centre the keys are shifted by,
+    and the sums of the shifted keys, of their outer products and of their squared norms (float64), so far."""
+
+    n0: torch.Tensor  # [N]
+    centre: torch.Tensor  # [N, H, D]
+    key_sum: torch.Tensor  # [N, H, D]
+    moment: torch.Tensor  # [N, H, D, D]
+    sq_norm: torch.Tensor  # [N, H]
+
+
+def _carried(state: CCQState | None, k: torch.Tensor, cu: torch.Tensor, C: int, f: torch.dtype) -> _Carried:
+    """The carried statistics, about a centre: the carried mean where there is one, else the first chunk's mean."""
+    N, (H, D) = cu.numel() - 1, k.shape[-2:]
+    if state is None:
+        n0 = torch.zeros(N, dtype=f, device=k.device)
+        carried_mean = torch.zeros(N, H, D, dtype=f, device=k.device)
+        carried_cov = torch.zeros(N, H, D, D, dtype=f, device=k.device)
+    else:
+        n0, carried_mean, carried_cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
+    has_state = (n0 > 0).view(N, 1, 1)
+    centre = torch.where(has_state, carried_mean, _first_chunk_mean(k[0], cu, C, f)).detach()
+    d0 = (carried_mean - centre) * has_state
+    moment = n0.view(N, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))
+    return _Carried(n0, centre, n0.view(N, 1, 1) * d0, moment,
+                    torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double())
+
+
+def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale) -> torch.Tensor:
+    """One block of chunk slots (``qc, kc [nb, H, C, D]`` contiguous, float32, keys shifted; ``seq`` each slot's
+    sequence; ``first_token`` the index in its sequence of each slot's first token): the block's contracted queries
+    ``[nb, C, H, D]``, and the carried sums moved past it (in place)."""
+    nb, _, C, D = qc.shape
+    f, N = qc.dtype, carried.n0.shape[0]
+    mm, mm_add_ = fp32_matmul.matmul, fp32_matmul.matmul_add_
+    tri = torch.ones(C, C, dtype=f, device=qc.device).tril()
+    earlier = (torch.ones(nb, nb, dtype=torch.bool, device=qc.device).tril(-1)
+               & (seq[:, None] == seq[None, :])).to(f)  # [nb, nb]: the same sequence's earlier slots
+    owns = (seq[None, :] == torch.arange(N, device=qc.device)[:, None]).to(f)  # [N, nb] (empty slots' keys are 0)
+    totals = kc.sum(2)  # [nb, H, D]
+    outer = mm(kc.transpose(-1, -2), kc)  # [nb, H, D, D]
+    sq = torch.linalg.vector_norm(kc, dim=-1).double().square()  # [nb, H, C]
+    entering = mm_add_(carried.moment[seq].view(1, nb, -1), earlier[None], outer.view(1, nb, -1),
+                       exact_left=True).view_as(outer)
+    before = mm_add_(carried.key_sum[seq].view(1, nb, -1), earlier[None], totals.view(1, nb, -1),
+                     exact_left=True).view_as(totals)
+    sums = mm(tri, kc, exact_left=True) + before.unsqueeze(2)  # [nb, H, C, D]
+    second = mm(mm(qc, kc.transpose(-1, -2)) * tri, kc)
+    mm_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
+    norms = (carried.sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
+    n_t = (carried.n0[seq, None] + first_token[:, None].to(f) + torch.arange(1, C + 1, dtype=f, device=qc.device))
+    out = _read(qc.transpose(1, 2), lam, sums.transpose(1, 2), second.transpose(1, 2), norms.transpose(1, 2).to(f),
+                n_t.view(nb, C, 1, 1), sigma_scale)
+    mm_add_(carried.key_sum.view(1, N, -1), owns[None], totals.view(1, nb, -1), exact_left=True)
+    mm_add_(carried.moment.view(1, N, -1), owns[None], outer.view(1, nb, -1), exact_left=True)
+    carried.sq_norm = carried.sq_norm + owns.double() @ sq.sum(-1)
+    return out
+
+
 def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, output_final_state):
     """contract_query for N sequences packed along time, as one computation: every sequence's chunks side by side
     in chunk slots that never cross a boundary (packed_chunks.py), no Python loop over sequences and no value read
@@ -293,69 +353,31 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
     The statistics entering a chunk are its sequence's carried ones plus the outer products of its sequence's
     earlier chunks: inside a block of slots, a 0/1 "same sequence, earlier slot" matrix times the chunks' outer
     products (exact, no cumulative sum across sequences to cancel); across blocks, each sequence's sums carried."""
-    T, H, D = q.shape[1:]
-    C = chunk_size
-    f = _stat_dtype(q)
+    C, f = chunk_size, _stat_dtype(q)
     cu = cu_seqlens.to(device=q.device, dtype=torch.long)
-    N = cu.numel() - 1
-    lengths = cu[1:] - cu[:-1]
-    layout = chunk_slots(cu, T, C)
-    if state is None:
-        n0 = torch.zeros(N, dtype=f, device=q.device)
-        carried_mean = torch.zeros(N, H, D, dtype=f, device=q.device)
-        carried_cov = torch.zeros(N, H, D, D, dtype=f, device=q.device)
-    else:
-        n0, carried_mean, carried_cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
-    has_state = (n0 > 0).view(N, 1, 1)
-    centre = torch.where(has_state, carried_mean, _first_chunk_mean(k[0], cu, C, f)).detach()
-    d0 = (carried_mean - centre) * has_state
-    key_sum = n0.view(N, 1, 1) * d0  # per sequence, carried from block to block: sum of shifted keys,
-    moment = n0.view(N, 1, 1, 1) * (carried_cov + d0.unsqueeze(-1) * d0.unsqueeze(-2))  # their raw second moment
-    sq_norm = torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double()  # and its trace [N, H]
-
+    layout = chunk_slots(cu, q.shape[1], C)
+    carried = _carried(state, k, cu, C, f)
     # the keys shifted by their sequence's centre before they are laid out: the padding stays zero
     q_slots, lam_slots = layout.gather(q[0]), layout.gather(lam[0])  # [S, C, H(, D)]
-    k_slots = layout.gather(k[0].to(f) - centre[layout.token_sequence])
-    within = torch.arange(1, C + 1, dtype=f, device=q.device)
-    tri = torch.ones(C, C, dtype=f, device=q.device).tril()
-    sequences = torch.arange(N, device=q.device)
+    k_slots = layout.gather(k[0].to(f) - carried.centre[layout.token_sequence])
     per_block = max(1, packed_block_tokens(q.device) // C)
     out = []
     for start in range(0, layout.count, per_block):  # blocks bound the working memory, as _contract_blocks does
         part = slice(start, start + per_block)
-        seq = layout.sequence[part]
         # [nb, H, C, D], contiguous: what the batched matmuls read without copying again
         qc, kc = (_contiguous(x[part].transpose(1, 2), f) for x in (q_slots, k_slots))
-        nb = len(seq)
-        earlier = (torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril(-1)
-                   & (seq[:, None] == seq[None, :])).to(f)  # [nb, nb]: the same sequence's earlier slots
-        owns = (seq[None, :] == sequences[:, None]).to(f)  # [N, nb] (an empty slot's keys are zeros)
-        totals = kc.sum(2)  # [nb, H, D]
-        outer = fp32_matmul.matmul(kc.transpose(-1, -2), kc)  # [nb, H, D, D]
-        sq = torch.linalg.vector_norm(kc, dim=-1).double().square()  # [nb, H, C]
-        entering = fp32_matmul.matmul_add_(moment[seq].view(1, nb, -1), earlier[None], outer.view(1, nb, -1),
-                                           exact_left=True).view_as(outer)
-        before = fp32_matmul.matmul_add_(key_sum[seq].view(1, nb, -1), earlier[None], totals.view(1, nb, -1),
-                                         exact_left=True).view_as(totals)
-        sums = fp32_matmul.matmul(tri, kc, exact_left=True) + before.unsqueeze(2)  # [nb, H, C, D]
-        second = fp32_matmul.matmul(fp32_matmul.matmul(qc, kc.transpose(-1, -2)) * tri, kc)
-        fp32_matmul.matmul_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
-        norms = (sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
-        n_t = (n0[seq, None] + layout.chunk_in_sequence[part, None].to(f) * C + within).view(nb, C, 1, 1)
-        out.append(_read(qc.transpose(1, 2), lam_slots[part], sums.transpose(1, 2), second.transpose(1, 2),
-                         norms.transpose(1, 2).to(f), n_t, sigma_scale))
-        fp32_matmul.matmul_add_(key_sum.view(1, N, -1), owns[None], totals.view(1, nb, -1), exact_left=True)
-        fp32_matmul.matmul_add_(moment.view(1, N, -1), owns[None], outer.view(1, nb, -1), exact_left=True)
-        sq_norm = sq_norm + owns.double() @ sq.sum(-1)
+        out.append(_packed_block(carried, layout.sequence[part], layout.chunk_in_sequence[part] * C, qc, kc,
+                                 lam_slots[part], sigma_scale))
     q_clean = layout.scatter(torch.cat(out)).to(q.dtype).unsqueeze(0)
     if not output_final_state:
         return q_clean, None
-    n_T = n0 + lengths.to(f)
+    N = cu.numel() - 1
+    n_T = carried.n0 + (cu[1:] - cu[:-1]).to(f)
     seen = n_T.clamp_min(1)
-    mean_T = key_sum / seen.view(N, 1, 1)
-    cov_T = moment / seen.view(N, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
-    return q_clean, CCQState(count=n_T.round().to(torch.int64), mean=(mean_T + centre) * (n_T > 0).view(N, 1, 1),
-                             cov=cov_T)
+    mean_T = carried.key_sum / seen.view(N, 1, 1)
+    cov_T = carried.moment / seen.view(N, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
+    mean = (mean_T + carried.centre) * (n_T > 0).view(N, 1, 1)
+    return q_clean, CCQState(count=n_T.round().to(torch.int64), mean=mean, cov=cov_T)
 
 
 def contract_query_step(
