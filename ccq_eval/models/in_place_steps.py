@@ -16,16 +16,16 @@ import importlib
 import torch
 
 
-def takes_in_place(q, v, state, output_final_state, cu_seqlens) -> bool:
-    """One token a row, a float32 V-first state ``[B, H, V, K]`` to carry and keep, no gradients, no packing; not for
-    float64 inputs (a reference run), whose float64 arithmetic fla's path keeps."""
+def takes_in_place(q, v, state, output_final_state, cu_seqlens, v_first: bool = True) -> bool:
+    """One token a row, a float32 state (V-first ``[B, H, V, K]``, or K-first) to carry and keep, no gradients, no
+    packing; not for float64 inputs (a reference run), whose float64 arithmetic fla's path keeps."""
     if state is None or not output_final_state or cu_seqlens is not None or torch.is_grad_enabled():
         return False
     if q.dtype == torch.float64:
         return False
     B, T, _, K = q.shape
     return (T == 1 and state.dtype == torch.float32 and state.is_contiguous() and state.device == q.device
-            and tuple(state.shape) == (B, v.shape[2], v.shape[3], K))
+            and tuple(state.shape) == ((B, v.shape[2], v.shape[3], K) if v_first else (B, v.shape[2], K, v.shape[3])))
 
 
 def runs_triton(x: torch.Tensor) -> bool:

@@ -17,7 +17,8 @@ from ccq_eval.generation.static_rows import StaticRows
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
 
-IN_PLACE = ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "hgrn2", "ccq_hgrn2"]
+IN_PLACE = ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "hgrn2", "ccq_hgrn2", "delta_net",
+            "ccq_delta_net"]
 
 
 class _CopiedBytes(TorchDispatchMode):

@@ -58,3 +58,16 @@ def test_gdn_kernel_in_place_equals_fla_and_the_torch_step(options, heads_v):
                                                         fused_recurrent_gated_delta_rule, gdn_inputs(heads_v, **options))
     assert launches == ["_gdn_step_kernel"]
     _close(expected, kernel, by_torch)
+
+
+@pytest.mark.parametrize("l2", [False, True])
+def test_delta_net_kernel_in_place_on_its_k_first_state_equals_fla_and_the_torch_step(l2):
+    from fla.ops.delta_rule import fused_recurrent_delta_rule
+
+    from ccq_eval.family_models.delta_net.decode_step import fused_recurrent_delta_rule_in_place
+    from tests.models.test_in_place_steps import delta_inputs
+
+    expected, kernel, by_torch, launches = _three_ways(fused_recurrent_delta_rule_in_place,
+                                                        fused_recurrent_delta_rule, delta_inputs(l2))
+    assert launches == ["_gdn_step_kernel"]
+    _close(expected, kernel, by_torch)

@@ -111,3 +111,19 @@ def test_the_route_is_in_place_only_inside_the_block():
             _, returned = gla_layer.fused_recurrent_gla(**inputs)
     assert returned is inputs["initial_state"] and not torch.equal(returned, kept)
     assert gla_layer.fused_recurrent_gla is before
+
+
+@pytest.mark.parametrize("l2", [False, True])
+def test_delta_net_step_in_place_on_its_k_first_state_equals_the_backend(l2):
+    from ccq_eval.family_models.delta_net import cpu_ops as delta_ops
+    from ccq_eval.family_models.delta_net.decode_step import fused_recurrent_delta_rule_in_place
+
+    inputs = delta_inputs(l2)
+    in_place_equals_reference(fused_recurrent_delta_rule_in_place, delta_ops.fused_recurrent_delta_rule, inputs, 2e-6)
+
+
+def delta_inputs(l2: bool, seed: int = 0) -> dict:
+    inputs = gdn_inputs(seed=seed, use_qk_l2norm_in_kernel=l2)
+    state = torch.randn(B, H, K, V)  # K-first
+    return dict(q=inputs["q"], k=inputs["k"], v=inputs["v"], beta=inputs["beta"], initial_state=state,
+                output_final_state=True, use_qk_l2norm_in_kernel=l2)

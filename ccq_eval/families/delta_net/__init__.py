@@ -15,4 +15,6 @@ FAMILY = Family(
     cuda_refuses_fp32="fla's chunk_delta_rule",
     patches=(Patch("fla.layers.delta_net", "chunk_delta_rule", f"{OPS}:chunk_delta_rule"),
              Patch("fla.layers.delta_net", "fused_recurrent_delta_rule", f"{OPS}:fused_recurrent_delta_rule")),
+    in_place_steps=(Patch("fla.layers.delta_net", "fused_recurrent_delta_rule",
+                          "ccq_eval.family_models.delta_net.decode_step:fused_recurrent_delta_rule_in_place"),),
 )

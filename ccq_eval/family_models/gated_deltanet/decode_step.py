@@ -1,6 +1,7 @@
 """Gated DeltaNet's decoding step with its state written where it lies: for one token, ``S <- exp(g) S``,
-``S <- S + beta (v - S k) k^T`` and ``o = scale S q`` (fla's layers keep S V-first, ``[B, HV, V, K]``), the new state
-stored over ``initial_state`` and returned as that same tensor (see gla/decode_step.py for why). fla's in-kernel
+``S <- S + beta (v - S k) k^T`` and ``o = scale S q`` (fla's GDN layers keep S V-first, ``[B, HV, V, K]``; DeltaNet's,
+which has no decay, K-first, delta_net/decode_step.py), the new state stored over ``initial_state`` and returned as
+that same tensor (see gla/decode_step.py for why). fla's in-kernel
 options run inside it as fla runs them: q and k L2-normalised (``x / sqrt(|x|^2 + 1e-6)``), the gate
 ``-exp(A_log) softplus(g + dt_bias)``, beta through a sigmoid (times 2 with negative eigenvalues), value heads
 grouped over query heads. A call it does not take returns None and goes on to fla's function."""
@@ -20,7 +21,8 @@ from ccq_eval.models.in_place_steps import runs_triton, takes_in_place
 @triton.jit
 def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.constexpr, HV: tl.constexpr,
                      K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, L2NORM: tl.constexpr,
-                     GATE: tl.constexpr, DT_BIAS: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
+                     DECAY: tl.constexpr, GATE: tl.constexpr, DT_BIAS: tl.constexpr, BETA_SIGMOID: tl.constexpr,
+                     NEG_EIGVAL: tl.constexpr, V_FIRST: tl.constexpr):
     i_v, i_bh = tl.program_id(0), tl.program_id(1)
     i_b, i_hv = i_bh // HV, i_bh % HV
     i_h = i_hv // (HV // H)
@@ -33,7 +35,7 @@ def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.co
         b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
         b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
     b_q = b_q * scale
-    b_g = tl.load(g + i_b * HV + i_hv).to(tl.float32)
+    b_g = tl.load(g + i_b * HV + i_hv).to(tl.float32) if DECAY else 0.0
     if GATE:
         if DT_BIAS:
             b_g = b_g + tl.load(dt_bias + i_hv).to(tl.float32)
@@ -44,7 +46,10 @@ def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.co
         if NEG_EIGVAL:
             b_beta = b_beta * 2.0
     b_v = tl.load(v + (i_b * HV + i_hv) * V + o_v, mask=m_v, other=0).to(tl.float32)
-    p_s = state + i_bh * V * K + o_v[:, None] * K + o_k[None, :]  # [B, HV, V, K]
+    if V_FIRST:  # the tile is [BV, BK] either way
+        p_s = state + i_bh * V * K + o_v[:, None] * K + o_k[None, :]  # [B, HV, V, K]
+    else:
+        p_s = state + i_bh * K * V + o_k[None, :] * V + o_v[:, None]  # [B, HV, K, V]
     m_s = m_v[:, None] & m_k[None, :]
     b_s = tl.load(p_s, mask=m_s, other=0) * tl.exp(b_g)
     b_v = b_beta * (b_v - tl.sum(b_s * b_k[None, :], axis=1))
@@ -53,36 +58,55 @@ def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.co
     tl.store(o + (i_b * HV + i_hv) * V + o_v, tl.sum(b_s * b_q[None, :], axis=1).to(o.dtype.element_ty), mask=m_v)
 
 
-def _triton_step(q, k, v, g, beta, state, scale, A_log, dt_bias, l2, gate, beta_sigmoid, neg_eigval):
+def _triton_step(q, k, v, g, beta, state, scale, A_log, dt_bias, l2, gate, beta_sigmoid, neg_eigval, v_first):
     B, _, H, K = q.shape
     HV, V = v.shape[2:]
     o = torch.empty_like(v)
     BK, BV = blocks(K, V)
+    beta = beta.contiguous()
     _gdn_step_kernel[(triton.cdiv(V, BV), B * HV)](
-        q.contiguous(), k.contiguous(), v.contiguous(), g.contiguous(), beta.contiguous(),
-        A_log if gate else g, dt_bias if dt_bias is not None else g, state, o, scale, H=H, HV=HV, K=K, V=V, BK=BK,
-        BV=BV, L2NORM=l2, GATE=gate, DT_BIAS=dt_bias is not None, BETA_SIGMOID=beta_sigmoid, NEG_EIGVAL=neg_eigval)
+        q.contiguous(), k.contiguous(), v.contiguous(), g.contiguous() if g is not None else beta, beta,
+        A_log if gate else beta, dt_bias if dt_bias is not None else beta, state, o, scale, H=H, HV=HV, K=K, V=V,
+        BK=BK, BV=BV, L2NORM=l2, DECAY=g is not None, GATE=gate, DT_BIAS=dt_bias is not None,
+        BETA_SIGMOID=beta_sigmoid, NEG_EIGVAL=neg_eigval, V_FIRST=v_first)
     return o
 
 
-def _torch_step(q, k, v, g, beta, state, scale, A_log, dt_bias, l2, gate, beta_sigmoid, neg_eigval):
+def _torch_step(q, k, v, g, beta, state, scale, A_log, dt_bias, l2, gate, beta_sigmoid, neg_eigval, v_first):
     B, _, H, K = q.shape
     HV, V = v.shape[2:]
     f = state.dtype
     q, k = ((l2norm(x) if l2 else x).to(f) for x in (q[:, 0], k[:, 0]))
     if HV != H:  # value head hv reads query/key head hv // (HV // H)
         q, k = (x.repeat_interleave(HV // H, dim=1) for x in (q, k))
-    g = gdn_gate(g[:, 0], A_log, dt_bias) if gate else g[:, 0].to(f)
     beta = beta[:, 0].to(f)
     if beta_sigmoid:
         beta = beta.sigmoid() * (2.0 if neg_eigval else 1.0)
-    rows = state.view(B * HV, V, K)
-    state.mul_(g.exp()[..., None, None])
-    keys = k.reshape(B * HV, K, 1)
-    written = (v[:, 0].to(f) - (rows @ keys).view(B, HV, V)) * beta[..., None]
-    rows.baddbmm_(written.reshape(B * HV, V, 1), keys.transpose(1, 2))
-    o = rows @ (q * scale).reshape(B * HV, K, 1)
-    return o.view(B, 1, HV, V).to(v.dtype)
+    if g is not None:
+        g = gdn_gate(g[:, 0], A_log, dt_bias) if gate else g[:, 0].to(f)
+        state.mul_(g.exp()[..., None, None])
+    keys, queries = k.reshape(B * HV, K, 1), (q * scale).reshape(B * HV, K, 1)
+    if v_first:
+        rows = state.view(B * HV, V, K)
+        written = (v[:, 0].to(f) - (rows @ keys).view(B, HV, V)) * beta[..., None]
+        rows.baddbmm_(written.reshape(B * HV, V, 1), keys.transpose(1, 2))
+        o = rows @ queries
+    else:  # K-first: the same products from the other side, each in place on the contiguous state
+        columns = state.view(B * HV, K, V)
+        written = (v[:, 0].to(f) - (keys.transpose(1, 2) @ columns).view(B, HV, V)) * beta[..., None]
+        columns.baddbmm_(keys, written.reshape(B * HV, 1, V))
+        o = queries.transpose(1, 2) @ columns
+    return o.reshape(B, 1, HV, V).to(v.dtype)
+
+
+def delta_step_in_place(q, k, v, g, beta, state, scale, A_log=None, dt_bias=None, l2=False, gate=False,
+                        beta_sigmoid=False, neg_eigval=False, v_first=True):
+    """One (gated) delta-rule token, ``state`` updated in place (V-first, or K-first with ``v_first=False``);
+    ``g=None``: no decay. Returns ``o [B, 1, HV, V]``."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    step = _triton_step if runs_triton(q) else _torch_step
+    return step(q, k, v, g, beta, state, scale, A_log, dt_bias, bool(l2), bool(gate), bool(beta_sigmoid),
+                bool(neg_eigval), v_first)
 
 
 def fused_recurrent_gated_delta_rule_in_place(q=None, k=None, v=None, g=None, gk=None, gv=None, beta=None, scale=None,
@@ -96,7 +120,5 @@ def fused_recurrent_gated_delta_rule_in_place(q=None, k=None, v=None, g=None, gk
         return None
     if (use_gate_in_kernel and A_log is None) or not takes_in_place(q, v, initial_state, output_final_state, cu_seqlens):
         return None
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    step = _triton_step if runs_triton(q) else _torch_step
-    return step(q, k, v, g, beta, initial_state, scale, A_log, dt_bias, bool(use_qk_l2norm_in_kernel),
-                bool(use_gate_in_kernel), bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval)), initial_state
+    return delta_step_in_place(q, k, v, g, beta, initial_state, scale, A_log, dt_bias, use_qk_l2norm_in_kernel,
+                               use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval), initial_state
