@@ -179,9 +179,9 @@ def _contract_blocks(q, k, lam, state, chunk_size, sigma_scale, output_final_sta
     return torch.cat(outs, dim=1), (state if output_final_state else None)
 
 
-def _read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale) -> torch.Tensor:
+def _read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale, out=None) -> torch.Tensor:
     """q - lam Sigma_t q from the running sums, in two passes over [B, T, H, D] (the per-token scalars are folded
-    into one small factor): Sigma_t q = (second_q - key_sum (key_sum . q) / n) / n."""
+    into one small factor): Sigma_t q = (second_q - key_sum (key_sum . q) / n) / n; into ``out`` where given."""
     dot = (key_sum * qf).sum(-1, keepdim=True)
     raw = torch.addcmul(second_q, key_sum, dot / n_t, value=-1)  # n Sigma_t q
     # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
@@ -189,7 +189,7 @@ def _read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale) -> torch.Tensor
     if sigma_scale == "trace":
         trace = sq_norm / n_t[..., 0] - (key_sum * key_sum).sum(-1) / n_t[..., 0] ** 2
         factor = factor / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
-    return torch.addcmul(qf, raw, factor, value=-1)
+    return torch.addcmul(qf, raw, factor, value=-1, out=out)
 
 
 def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_state):
@@ -314,10 +314,10 @@ def _carried(state: CCQState | None, k: torch.Tensor, cu: torch.Tensor, C: int, 
                     torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double())
 
 
-def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale) -> torch.Tensor:
+def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale, out) -> torch.Tensor:
     """One block of chunk slots (``qc, kc [nb, H, C, D]`` contiguous, float32, keys shifted; ``seq`` each slot's
     sequence; ``first_token`` the index in its sequence of each slot's first token): the block's contracted queries
-    ``[nb, C, H, D]``, and the carried sums moved past it (in place)."""
+    ``[nb, C, H, D]`` (written into ``out`` where given), and the carried sums moved past it (in place)."""
     nb, _, C, D = qc.shape
     f, N = qc.dtype, carried.n0.shape[0]
     mm, mm_add_ = fp32_matmul.matmul, fp32_matmul.matmul_add_
@@ -337,12 +337,12 @@ def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale)
     mm_add_(second.view(-1, C, D), qc.view(-1, C, D), entering.view(-1, D, D))
     norms = (carried.sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
     n_t = (carried.n0[seq, None] + first_token[:, None].to(f) + torch.arange(1, C + 1, dtype=f, device=qc.device))
-    out = _read(qc.transpose(1, 2), lam, sums.transpose(1, 2), second.transpose(1, 2), norms.transpose(1, 2).to(f),
-                n_t.view(nb, C, 1, 1), sigma_scale)
+    read = _read(qc.transpose(1, 2), lam, sums.transpose(1, 2), second.transpose(1, 2), norms.transpose(1, 2).to(f),
+                 n_t.view(nb, C, 1, 1), sigma_scale, out=out)
     mm_add_(carried.key_sum.view(1, N, -1), owns[None], totals.view(1, nb, -1), exact_left=True)
     mm_add_(carried.moment.view(1, N, -1), owns[None], outer.view(1, nb, -1), exact_left=True)
     carried.sq_norm = carried.sq_norm + owns.double() @ sq.sum(-1)
-    return out
+    return read
 
 
 def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, output_final_state):
@@ -357,18 +357,23 @@ def _contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outp
     cu = cu_seqlens.to(device=q.device, dtype=torch.long)
     layout = chunk_slots(cu, q.shape[1], C)
     carried = _carried(state, k, cu, C, f)
-    # the keys shifted by their sequence's centre before they are laid out: the padding stays zero
-    q_slots, lam_slots = layout.gather(q[0]), layout.gather(lam[0])  # [S, C, H(, D)]
-    k_slots = layout.gather(k[0].to(f) - carried.centre[layout.token_sequence])
+    q_slots, k_slots, lam_slots = (layout.gather(x[0]) for x in (q, k, lam))  # [S, C, H(, D)], in their dtypes
+    # each block's result written in place, where no gradient needs the blocks apart (then they are joined)
+    grad = torch.is_grad_enabled()
+    out = torch.empty(q_slots.shape, dtype=f, device=q.device) if not grad else []
     per_block = max(1, packed_block_tokens(q.device) // C)
-    out = []
     for start in range(0, layout.count, per_block):  # blocks bound the working memory, as _contract_blocks does
         part = slice(start, start + per_block)
-        # [nb, H, C, D], contiguous: what the batched matmuls read without copying again
+        seq = layout.sequence[part]
+        # [nb, H, C, D], contiguous (what the batched matmuls read without copying again), float32; the keys shifted
+        # by their sequence's centre where a token sits (the padding stays zero), in place
         qc, kc = (_contiguous(x[part].transpose(1, 2), f) for x in (q_slots, k_slots))
-        out.append(_packed_block(carried, layout.sequence[part], layout.chunk_in_sequence[part] * C, qc, kc,
-                                 lam_slots[part], sigma_scale))
-    q_clean = layout.scatter(torch.cat(out)).to(q.dtype).unsqueeze(0)
+        kc.addcmul_(carried.centre[seq].unsqueeze(2), layout.filled[part, None, :, None].to(f), value=-1)
+        block = _packed_block(carried, seq, layout.chunk_in_sequence[part] * C, qc, kc, lam_slots[part], sigma_scale,
+                              None if grad else out[part])
+        if grad:
+            out.append(block)
+    q_clean = layout.scatter((torch.cat(out) if grad else out).to(q.dtype)).unsqueeze(0)
     if not output_final_state:
         return q_clean, None
     N = cu.numel() - 1

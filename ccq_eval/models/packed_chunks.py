@@ -23,7 +23,6 @@ class ChunkSlots:
     chunk_in_sequence: torch.Tensor  # [S] long
     filled: torch.Tensor  # [S, C] bool: the position holds a token
     token_place: torch.Tensor  # [T] long: each token's flat place (slot * C + position)
-    token_sequence: torch.Tensor  # [T] long: each token's sequence
 
     @property
     def count(self) -> int:
@@ -58,4 +57,4 @@ def chunk_slots(cu_seqlens: torch.Tensor, tokens: int, chunk: int) -> ChunkSlots
     owner = torch.searchsorted(cu[1:], token, right=True)
     local = token - cu[owner]
     token_place = (offsets[owner] + local // chunk) * chunk + local % chunk
-    return ChunkSlots(chunk, sequence, chunk_in_sequence, filled, token_place, owner)
+    return ChunkSlots(chunk, sequence, chunk_in_sequence, filled, token_place)
