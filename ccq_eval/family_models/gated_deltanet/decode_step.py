@@ -35,11 +35,6 @@ def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.co
         b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
         b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
     b_q = b_q * scale
-    b_g = tl.load(g + i_b * HV + i_hv).to(tl.float32) if DECAY else 0.0
-    if GATE:
-        if DT_BIAS:
-            b_g = b_g + tl.load(dt_bias + i_hv).to(tl.float32)
-        b_g = -tl.exp(tl.load(A_log + i_hv).to(tl.float32)) * tl.where(b_g < 20.0, tl.log(1 + tl.exp(b_g)), b_g)
     b_beta = tl.load(beta + i_b * HV + i_hv).to(tl.float32)
     if BETA_SIGMOID:
         b_beta = tl.sigmoid(b_beta)
@@ -51,7 +46,14 @@ def _gdn_step_kernel(q, k, v, g, beta, A_log, dt_bias, state, o, scale, H: tl.co
     else:
         p_s = state + i_bh * K * V + o_k[None, :] * V + o_v[:, None]  # [B, HV, K, V]
     m_s = m_v[:, None] & m_k[None, :]
-    b_s = tl.load(p_s, mask=m_s, other=0) * tl.exp(b_g)
+    b_s = tl.load(p_s, mask=m_s, other=0)
+    if DECAY:  # DeltaNet has none
+        b_g = tl.load(g + i_b * HV + i_hv).to(tl.float32)
+        if GATE:
+            if DT_BIAS:
+                b_g = b_g + tl.load(dt_bias + i_hv).to(tl.float32)
+            b_g = -tl.exp(tl.load(A_log + i_hv).to(tl.float32)) * tl.where(b_g < 20.0, tl.log(1 + tl.exp(b_g)), b_g)
+        b_s = b_s * tl.exp(b_g)
     b_v = b_beta * (b_v - tl.sum(b_s * b_k[None, :], axis=1))
     b_s = b_s + b_v[:, None] * b_k[None, :]
     tl.store(p_s, b_s, mask=m_s)

@@ -1,0 +1,53 @@
+"""ccq-eval's own Triton kernels (the in-place decoding steps and CCQ's one-kernel step) compiled for a Hopper GPU
+(sm_90, as an H100 or H200 runs them) by the installed Triton, on this machine without one: what the first run on a
+GPU would otherwise be the first to find (a construct only the interpreter accepts, a type Triton's compiler
+refuses). The interpreter tier checks what they compute."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from ccq_eval.family_models.gated_deltanet.decode_step import _gdn_step_kernel
+from ccq_eval.family_models.gla.decode_step import _gla_step_kernel
+from ccq_eval.models.ccq_step_kernel import _ccq_step_kernel
+
+HOPPER = GPUTarget("cuda", 90, 32)
+
+
+def compiled_ptx(kernel, types: dict[str, str], constants: dict) -> str:
+    names = list(inspect.signature(kernel.fn).parameters)
+    signature = {name: "constexpr" if name in constants else types[name] for name in names}
+    source = ASTSource(fn=kernel, signature=signature,
+                       constexprs={(names.index(name),): value for name, value in constants.items()})
+    return triton.compile(source, target=HOPPER).asm["ptx"]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_the_gla_step_compiles(dtype):
+    ptx = compiled_ptx(_gla_step_kernel, dict(q=f"*{dtype}", k=f"*{dtype}", v=f"*{dtype}", g=f"*{dtype}",
+                                              state="*fp32", o=f"*{dtype}", scale="fp32"),
+                       dict(H=4, K=256, V=512, BK=256, BV=16))
+    assert ".entry _gla_step_kernel" in ptx
+
+
+@pytest.mark.parametrize("v_first,decay", [(True, True), (False, False)], ids=["gated-deltanet", "deltanet"])
+def test_the_delta_rule_step_compiles(v_first, decay):
+    ptx = compiled_ptx(_gdn_step_kernel, dict(q="*bf16", k="*bf16", v="*bf16", g="*bf16", beta="*bf16", A_log="*fp32",
+                                              dt_bias="*fp32", state="*fp32", o="*bf16", scale="fp32"),
+                       dict(H=8, HV=16, K=128, V=256, BK=128, BV=32, L2NORM=True, DECAY=decay, GATE=decay,
+                            DT_BIAS=decay, BETA_SIGMOID=True, NEG_EIGVAL=True, V_FIRST=v_first))
+    assert ".entry _gdn_step_kernel" in ptx
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_the_ccq_step_compiles(trace):
+    ptx = compiled_ptx(_ccq_step_kernel, dict(q="*bf16", k="*bf16", lam="*fp32", count="*i64", mean="*fp32",
+                                              cov="*fp32", old_trace="*fp32", q_out="*bf16", mean_out="*fp32",
+                                              eps="fp32"),
+                       dict(H=4, D=256, BD=256, BR=16, TRACE=trace))
+    assert ".entry _ccq_step_kernel" in ptx
