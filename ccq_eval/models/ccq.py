@@ -66,6 +66,15 @@ def _stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
+def _statistics(state: CCQState | None, n: int, H: int, D: int, f: torch.dtype, device) -> tuple:
+    """(count, mean, cov) of ``state`` in ``f``: the very tensors where they already are in it (a decoding step
+    updates Sigma in place), zeros for ``n`` sequences that have seen no key where there is no state."""
+    if state is None:
+        return (torch.zeros(n, dtype=f, device=device), torch.zeros(n, H, D, dtype=f, device=device),
+                torch.zeros(n, H, D, D, dtype=f, device=device))
+    return state.count.to(f), state.mean.to(f), state.cov.to(f)
+
+
 def _check_sigma_scale(sigma_scale: str) -> None:
     if sigma_scale not in SIGMA_SCALES:
         raise ValueError(f"sigma_scale must be one of {SIGMA_SCALES}, got {sigma_scale!r}")
@@ -197,13 +206,7 @@ def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_stat
     B, T, H, D = q.shape
     f = _stat_dtype(q)
     qf = q.to(f)
-    if state is None:
-        n0 = torch.zeros(B, dtype=f, device=q.device)
-        carried_mean = torch.zeros(B, H, D, dtype=f, device=q.device)
-        carried_cov = torch.zeros(B, H, D, D, dtype=f, device=q.device)
-    else:
-        n0 = state.count.to(f)
-        carried_mean, carried_cov = state.mean.to(f), state.cov.to(f)
+    n0, carried_mean, carried_cov = _statistics(state, B, H, D, f, q.device)
 
     # The centre: the carried mean when there is one, else the mean of the first chunk of keys.
     # Sigma does not depend on it, so it carries no gradient.
@@ -300,12 +303,7 @@ class _Carried:
 def _carried(state: CCQState | None, k: torch.Tensor, cu: torch.Tensor, C: int, f: torch.dtype) -> _Carried:
     """The carried statistics, about a centre: the carried mean where there is one, else the first chunk's mean."""
     N, (H, D) = cu.numel() - 1, k.shape[-2:]
-    if state is None:
-        n0 = torch.zeros(N, dtype=f, device=k.device)
-        carried_mean = torch.zeros(N, H, D, dtype=f, device=k.device)
-        carried_cov = torch.zeros(N, H, D, D, dtype=f, device=k.device)
-    else:
-        n0, carried_mean, carried_cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
+    n0, carried_mean, carried_cov = _statistics(state, N, H, D, f, k.device)
     has_state = (n0 > 0).view(N, 1, 1)
     centre = torch.where(has_state, carried_mean, _first_chunk_mean(k[0], cu, C, f)).detach()
     d0 = (carried_mean - centre) * has_state
@@ -406,12 +404,7 @@ def contract_query_step(
         return q_clean, CCQState(count=count, mean=mean1, cov=state.cov)
     f = _stat_dtype(q)
     qf, kf, lamf = q[:, 0].to(f), k[:, 0].to(f), lam[:, 0].to(f)
-    if state is None:
-        n = torch.zeros(B, dtype=f, device=q.device)
-        mean = torch.zeros(B, H, D, dtype=f, device=q.device)
-        cov = torch.zeros(B, H, D, D, dtype=f, device=q.device)
-    else:
-        n, mean, cov = state.count.to(f), state.mean.to(f), state.cov.to(f)
+    n, mean, cov = _statistics(state, B, H, D, f, q.device)
     n1 = (n + 1).view(B, 1, 1)
     a = n.view(B, 1, 1) / n1
     delta = kf - mean

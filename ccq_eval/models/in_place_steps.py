@@ -21,7 +21,7 @@ def takes_in_place(q, v, state, output_final_state, cu_seqlens, v_first: bool = 
     packing; not for float64 inputs (a reference run), whose float64 arithmetic fla's path keeps."""
     if state is None or not output_final_state or cu_seqlens is not None or torch.is_grad_enabled():
         return False
-    if q.dtype == torch.float64:
+    if q.dtype == torch.float64:  # a reference run
         return False
     B, T, _, K = q.shape
     return (T == 1 and state.dtype == torch.float32 and state.is_contiguous() and state.device == q.device
@@ -54,13 +54,14 @@ def states_written_in_place(model):
 @contextlib.contextmanager
 def routes_written_in_place(routes):
     """Inside the block each route's fla name (``Family.in_place_steps``) tries its in-place step first."""
+    from ccq_eval.models.cpu_backend import replacement  # "module:function", as the CPU backend's patches name it
+
     saved = []
     for route in routes:
         module = importlib.import_module(route.module)
-        step_module, step_name = route.replacement.split(":")
         original = getattr(module, route.symbol)
         saved.append((module, route.symbol, original))
-        setattr(module, route.symbol, _routed(original, getattr(importlib.import_module(step_module), step_name)))
+        setattr(module, route.symbol, _routed(original, replacement(route)))
     try:
         yield
     finally:

@@ -77,3 +77,32 @@ def test_the_refill_threshold_on_cuda(width, budget, expected):
     asked = [Request((1,), max_new_tokens=budget)] * 4
     assert refill_threshold(width, asked, on_cuda=True) == expected
     assert refill_threshold(width, asked, on_cuda=False) == 1
+
+
+def test_each_read_waits_on_its_own_steps_copy_not_the_newest(monkeypatch):
+    """On CUDA the picks go to two pinned buffers, each copy marked by an event; reading step t waits on t's event,
+    recorded before t + 1's, never on the newest one (which would wait for the step still running). Events stood in
+    for on the CPU."""
+    log = []
+
+    class Event:
+        def __init__(self, name):
+            self.name = name
+
+        def record(self):
+            log.append(f"record {self.name}")
+
+        def synchronize(self):
+            log.append(f"wait {self.name}")
+
+    original = StaticRows.__init__
+
+    def with_events(rows, *args, **kwargs):
+        original(rows, *args, **kwargs)
+        rows._copied = [Event(0), Event(1)]
+
+    monkeypatch.setattr(StaticRows, "__init__", with_events)
+    g = torch.Generator().manual_seed(3)
+    asked = [Request(tuple(torch.randint(0, 256, (n,), generator=g).tolist()), max_new_tokens=4) for n in (9, 7)]
+    _run(_model(), asked, width=2)
+    assert log == ["record 0", "record 1", "wait 0", "record 0", "wait 1", "record 1", "wait 0", "wait 1"]

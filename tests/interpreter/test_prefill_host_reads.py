@@ -5,19 +5,11 @@ test_prefill_host_reads.py counts the same on the CPU backend, whose per-sequenc
 from __future__ import annotations
 
 import pytest
-import torch
 
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
 from tests.generation.test_prefill_host_reads import prefill_reads
-from tests.helpers import tiny_model
-from tests.interpreter.patches import count_kernel_launches
+from tests.interpreter.test_host_reads import assert_no_host_reads_on_fla_kernels
 
 
 @pytest.mark.parametrize("kind", ["ccq_gla", "ccq_gated_deltanet"])
 def test_a_packed_prefill_on_fla_kernels_reads_nothing_back(kind):
-    torch.manual_seed(0)
-    model = tiny_model(kind, fuse_cross_entropy=False)
-    with fla_kernels_on_cpu(), count_kernel_launches() as launches:
-        found = prefill_reads(model)
-    assert launches, "fla's kernels ran"
-    assert found == [], f"{len(found)} host reads, the first at:\n{found[0] if found else ''}"
+    assert_no_host_reads_on_fla_kernels(kind, prefill_reads)
