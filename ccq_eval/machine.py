@@ -97,6 +97,7 @@ def record(device, store: str | None = None, threads_chosen_by: str | None = Non
         "versions": library_versions(),
         "device": record,
         "kernels": kernel_paths(torch.device(record["device"]).type),
+        "own_kernels": own_kernels(),
         "threads": {"torch": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),
                     "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
                     "chosen_by": threads_chosen_by or "torch's default"},
@@ -104,6 +105,14 @@ def record(device, store: str | None = None, threads_chosen_by: str | None = Non
                   "task_plugins": _task_plugins()},
         "kernel_caches": kernel_caches(),
     }
+
+
+def own_kernels() -> dict:
+    """ccq-eval's own kernels in this process: the --kernels mode, and each kernel's path so far and why
+    (models/kernel_trust.py; a run's units record theirs as they finish)."""
+    from ccq_eval.models import kernel_trust
+
+    return {"mode": kernel_trust.mode(), "paths": kernel_trust.verdicts()}
 
 
 def _task_plugins() -> str:
@@ -130,6 +139,9 @@ def describe(record: dict) -> str:
                  f"OMP_NUM_THREADS {threads['OMP_NUM_THREADS'] or 'unset'})")
     lines.append("kernel path by family:")
     lines += [f"  {family}: {path}" for family, path in record["kernels"].items()]
+    own = record.get("own_kernels") or {"mode": "auto", "paths": {}}
+    lines.append(f"own kernels (--kernels {own['mode']}; each checked against its reference on first use):")
+    lines += [f"  {name}: {path}" for name, path in own["paths"].items()] or ["  none checked in this process"]
     paths = record["paths"]
     lines.append(f"data cache: {paths['data_cache']} (CCQ_EVAL_CACHE)")
     lines.append(f"hub cache: {paths['hub_cache']} (HF_HUB_CACHE / HF_HOME)")

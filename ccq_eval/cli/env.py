@@ -15,6 +15,9 @@ def add(subparsers) -> None:
     env.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda[:N]")
     add_store(env)
     env.add_argument("--json", action="store_true", help="print the record as JSON")
+    env.add_argument("--kernels", choices=("auto", "own", "reference"), default="auto",
+                     help="auto (default): check each own kernel against its reference on this device at the 1.3B "
+                          "heads and show its path; own or reference: what a run with that flag would use")
 
 
 def _device(name: str) -> str:
@@ -30,6 +33,17 @@ def _device(name: str) -> str:
     return device
 
 
+def _check_kernels(device: str) -> None:
+    """The own kernels checked here as a run would check them (nothing to check without fla)."""
+    try:
+        import fla  # noqa: F401
+    except ImportError:
+        return
+    from ccq_eval.models.kernel_checks import check_all
+
+    check_all(device)
+
+
 def handle(args) -> int:
     import json
 
@@ -40,6 +54,10 @@ def handle(args) -> int:
     device = _device(args.device)
     threads, why = machine.choose_threads(None)  # what a run started now would use
     torch.set_num_threads(threads)
+    from ccq_eval.models import kernel_trust
+
+    kernel_trust.set_mode(args.kernels)
+    _check_kernels(device)
     record = machine.record(device, args.store, why)
     print(json.dumps(record, indent=2) if args.json else machine.describe(record))
     return 0

@@ -80,6 +80,10 @@ def add(subparsers) -> None:
                                                     "(0-based; merge the stores with ccq-eval ingest); slurm: this "
                                                     "Slurm job array task's slice; auto: that inside an array, else "
                                                     "all")
+    run.add_argument("--kernels", choices=("auto", "own", "reference"), default="auto",
+                     help="ccq-eval's own decoding kernels: auto (default) checks each against its reference on the "
+                          "device on first use and runs the reference where it disagrees; own trusts them unchecked; "
+                          "reference never runs them (the run records which path each took)")
     _add_suite_options(run)
 
 
@@ -107,5 +111,5 @@ def handle(args) -> int:
         label=args.label, store=args.store, data_dir=args.data_dir, seed=args.seed, device=args.device,
         dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
-        options=_suite_options(args), shard=args.shard, threads=args.threads)
+        options=_suite_options(args), shard=args.shard, threads=args.threads, kernels=args.kernels)
     return run_suite(request)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ccq_eval.models import fp32_matmul
+from ccq_eval.models import fp32_matmul, kernel_trust
 from ccq_eval.models.fp32_matmul import ieee_fp32
 from ccq_eval.models.ccq_step_kernel import contract_query_step_fused, takes as takes_fused_step
 from ccq_eval.models.in_place_steps import runs_triton
@@ -399,9 +399,15 @@ def contract_query_step(
     B, T, H, D = q.shape
     if T != 1 or k.shape != q.shape or lam.shape != (B, 1, H):
         raise ValueError(f"contract_query_step takes one token: q {tuple(q.shape)}, k {tuple(k.shape)}, lam {tuple(lam.shape)}")
-    if _fused_step(q, state):
+    if _fused_step(q, k, lam, state, sigma_scale):
         q_clean, mean1, count = contract_query_step_fused(q, k, lam, state, sigma_scale == "trace", TRACE_EPS)
         return q_clean, CCQState(count=count, mean=mean1, cov=state.cov)
+    return _torch_step(q, k, lam, state, sigma_scale)
+
+
+def _torch_step(q, k, lam, state: CCQState | None, sigma_scale: str) -> tuple[torch.Tensor, CCQState]:
+    """contract_query_step in torch ops (the fused step's reference, in float64)."""
+    B, _, H, D = q.shape
     f = _stat_dtype(q)
     qf, kf, lamf = q[:, 0].to(f), k[:, 0].to(f), lam[:, 0].to(f)
     n, mean, cov = _statistics(state, B, H, D, f, q.device)
@@ -422,10 +428,30 @@ def contract_query_step(
     return q_clean, CCQState(count=count, mean=mean1, cov=cov1)
 
 
-def _fused_step(q: torch.Tensor, state: CCQState | None) -> bool:
+def _fused_step(q, k, lam, state: CCQState | None, sigma_scale: str) -> bool:
     """The one-kernel step (ccq_step_kernel.py) where Triton runs: on a GPU, and on the CPU under Triton's
-    interpreter when fla's kernels are asked for; the torch form elsewhere and with gradients."""
-    return runs_triton(q) and takes_fused_step(q, state)
+    interpreter when fla's kernels are asked for, once it has agreed with the torch step in float64 on this device
+    (models/kernel_trust.py); the torch form elsewhere and with gradients."""
+    if not (runs_triton(q) and takes_fused_step(q, state)):
+        return False
+    return kernel_trust.trusted("CCQ step", q, {"H": q.shape[2], "D": q.shape[3]}, {"sigma_scale": sigma_scale},
+                                lambda: _fused_step_trial(q, k, lam, state, sigma_scale))
+
+
+def _fused_step_trial(q, k, lam, state: CCQState, sigma_scale: str) -> float:
+    """The fused step on the call's first rows beside the torch step in float64: the largest relative difference of
+    the contracted query, the new mean and Sigma (which the fused step must write where it lies)."""
+    rows = min(kernel_trust.TRIAL_ROWS, q.shape[0])
+    small = kernel_trust.leading_rows({"q": q, "k": k, "lam": lam, "count": state.count, "mean": state.mean,
+                                       "cov": state.cov}, rows)
+    own_state = CCQState(small["count"], small["mean"], small["cov"])
+    expected_q, expected = _torch_step(small["q"].double(), small["k"].double(), small["lam"].double(),
+                                       CCQState(small["count"], small["mean"].double(), small["cov"].double()),
+                                       sigma_scale)
+    got_q, mean1, _ = contract_query_step_fused(small["q"], small["k"], small["lam"], own_state,
+                                                sigma_scale == "trace", TRACE_EPS)
+    return max(kernel_trust.relative_difference(got_q, expected_q), kernel_trust.relative_difference(mean1, expected.mean),
+               kernel_trust.relative_difference(own_state.cov, expected.cov))
 
 
 def naive_contract_query(

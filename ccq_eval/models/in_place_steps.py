@@ -4,8 +4,9 @@ fla's fused-recurrent reads return a new final state each call; in fixed slots i
 slot's buffer: for a 1.3B GLA at batch 64, 3.2 GB read and written once more every step. Inside
 ``states_written_in_place(model)``, each read the model's family names in ``Family.in_place_steps`` goes first to
 ccq-eval's step (``family_models/<family>/decode_step.py``), which updates ``initial_state`` itself and returns it;
-a call the step does not take (a prefill, packed sequences, gradients) goes on to fla's function. Outside the block
-nothing changes: a caller that keeps its old state (a copied cache, a snapshot) never sees it move."""
+a call the step does not take (a prefill, packed sequences, gradients) goes on to fla's function. Each step is first
+checked against fla's function on the device (models/kernel_trust.py): one that disagrees is off, and fla's function
+runs with its state copied home. Outside the block nothing changes: a caller that keeps its old state (a copied cache, a snapshot) never sees it move."""
 
 from __future__ import annotations
 
@@ -35,12 +36,47 @@ def runs_triton(x: torch.Tensor) -> bool:
     return x.device.type != "cpu" or fla_kernels_asked_for()
 
 
-def _routed(original, step):
+# a call's tensors that hold one entry per row (a trial takes the first few of each)
+PER_ROW = ("q", "k", "v", "g", "gk", "beta", "initial_state")
+
+
+def _trial(step, original, kwargs: dict) -> float:
+    """The own step beside fla's function (the reference, whose new state the fixed slots would copy home) on the
+    call's first rows: the largest relative difference of the output and the new state; raises where the step's
+    state is not the tensor it was given."""
+    from ccq_eval.models import kernel_trust
+
+    rows = min(kernel_trust.TRIAL_ROWS, kwargs["q"].shape[0])
+    small = {**kwargs, **kernel_trust.leading_rows({n: kwargs[n] for n in PER_ROW if kwargs.get(n) is not None},
+                                                   rows)}
+    given, before = small["initial_state"], small["initial_state"].clone()
+    done = step(**small)
+    if done is None:
+        raise kernel_trust.Declined()
+    o, returned = done
+    expected_o, expected_state = original(**{**small, "initial_state": before})
+    kernel_trust.check_in_place(given, returned)
+    return max(kernel_trust.relative_difference(o, expected_o), kernel_trust.relative_difference(given,
+                                                                                                 expected_state))
+
+
+def _routed(original, step, kernel: str):
+    from ccq_eval.models import kernel_trust
+
+    def checked(kwargs) -> bool:
+        q, v = kwargs.get("q"), kwargs.get("v")
+        if not isinstance(q, torch.Tensor) or not isinstance(v, torch.Tensor) or kwargs.get("initial_state") is None:
+            return True  # not a call the step takes (it says so itself)
+        options = {k: value for k, value in kwargs.items() if isinstance(value, bool)}
+        shape = dict(zip(("H", "K"), q.shape[2:])) | dict(zip(("HV", "V"), v.shape[2:]))
+        return kernel_trust.trusted(kernel, q, shape, options, lambda: _trial(step, original, kwargs))
+
     @functools.wraps(original)
     def read(*args, **kwargs):
-        done = None if args else step(**kwargs)
+        done = None if args or not checked(kwargs) else step(**kwargs)
         return done if done is not None else original(*args, **kwargs)
 
+    read.ccq_routed_original = original
     return read
 
 
@@ -61,7 +97,7 @@ def routes_written_in_place(routes):
         module = importlib.import_module(route.module)
         original = getattr(module, route.symbol)
         saved.append((module, route.symbol, original))
-        setattr(module, route.symbol, _routed(original, replacement(route)))
+        setattr(module, route.symbol, _routed(original, replacement(route), f"{route.symbol} in place"))
     try:
         yield
     finally:

@@ -33,6 +33,7 @@ class RunRequest:
     options: dict[str, str] = field(default_factory=dict)  # the flags only one suite reads (Suite.options)
     shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
     threads: int | None = None  # torch threads; None: machine.choose_threads decides
+    kernels: str = "auto"  # ccq-eval's own kernels: auto (each checked first), own (unchecked), reference (never)
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 

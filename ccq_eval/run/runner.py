@@ -162,6 +162,9 @@ class Runner:
         import torch  # here, not at the top: planning and --help load no heavy library
 
         torch.set_num_threads(threads)
+        from ccq_eval.models import kernel_trust
+
+        kernel_trust.set_mode(r.kernels)
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
         if not isinstance(self.evaluand.lm, ModelAdapter):
             raise TypeError(f"{type(self.evaluand.lm).__name__} does not implement lm.adapter.ModelAdapter")
@@ -354,6 +357,7 @@ class Runner:
         if outcome.status == "complete" and (reason := untrusted_number(outcome)):
             outcome = UnitOutcome(status="failed", reason=reason)
         outcome.settings.update(self._positions_warning(unit))
+        outcome.settings.update(own_kernels())
         record = {**self._unit_record(run_id, unit, started), "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
         if outcome.status != "complete":
@@ -395,6 +399,15 @@ class Runner:
                      + (f"  ({res['note']})" if res.get("note") else ""))
         if skipped:
             self.out(f"({skipped} units already complete, skipped)")
+
+
+def own_kernels() -> dict:
+    """The path each of ccq-eval's own kernels took in this process so far (models/kernel_trust.py), recorded with
+    each unit: a unit computed after a kernel was turned off names the fallback."""
+    from ccq_eval.models import kernel_trust
+
+    paths = kernel_trust.verdicts()
+    return {"kernels": paths} if paths else {}
 
 
 def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:
