@@ -6,6 +6,10 @@
     python benchmarks/gpu_check.py --part throughput --families gla,ccq-gla
     python benchmarks/gpu_check.py --dry-run                           (every part on the CPU at toy sizes)
 
+- own_kernels (first): each of ccq-eval's own kernels (the GLA, Gated DeltaNet and DeltaNet in-place steps, CCQ's
+  fused step on GLA's and GDN's heads) against its reference at the 1.3B heads, batch 64: the path the run's check
+  chose, the largest relative difference, whether the state was written in place, and each timed as CUDA graph replays
+  against its reference (fla's function and the copy home) and a device copy of its state.
 - kernels: fla's CUDA kernels against ccq-eval's CPU backend in float64, for every zoo family, in bfloat16 (what a
   user runs; `--dtypes fp32,bf16` adds float32): argmax agreement and the largest relative logit error of a prefill,
   and cached decoding against the full forward.
@@ -13,7 +17,8 @@
   batch 1, 8 and 64, MFU (2 x parameters FLOPs a token) against a bf16 matmul and MBU (the weights, and the
   recurrent state read and written, per decoding step) against a device copy, both measured in the same run; CCQ's
   ratio to its backbone; the first call at a shape (compilation) against the second; whether decoding ran as a CUDA
-  graph (`graph=captured`) or eagerly (`graph=eager`, with the reason).
+  graph (`graph=captured`) or eagerly (`graph=eager`, with the reason); for the families with an own step, one engine
+  decoding in fixed slots (captured) against plain cached steps at batch 1, token for token.
 - sniah: S-NIAH-1 at 4K through `ccq-eval run` (batch 8) on a 1.3B-shaped GLA whose embedding has the paper's 32,000
   rows, with a byte-level BPE trained here on the shipped essays (its own BOS; its real size, about 2,200 tokens,
   is on the line): milliseconds per sample (the kernel warm-up apart) and the paper's S-NIAH projected from it; the
@@ -23,7 +28,9 @@
 `--budget SECONDS` runs the figures in the order of what they give per minute (PLAN: each one's value and its cold
 time on an H200, predicted from the compile times measured there) and skips, naming it, each one whose predicted
 time no longer fits what is left. One line per figure, `RESULT part=<part> <key>=<value> ...`; the same records as
-JSON (--out), rewritten after every figure, so a check stopped at a limit keeps what it measured. Every time is in
+JSON (--out), rewritten after every figure, so a check stopped at a limit keeps what it measured. A figure whose
+package is absent (lm-eval, datasets, nltk: a bare image) says `RESULT part=<part> not_run=<why>`, and the check goes
+on. Every time is in
 milliseconds. The run's Python warnings are counted, and the distinct ones printed once at the end.
 """
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import importlib.util
 import json
 import statistics
 import sys
@@ -75,6 +83,7 @@ class Figure:
     cold_s: float
     dry_s: float
     value: float
+    needs: tuple[str, ...] = ()  # packages the figure imports beyond torch, transformers and fla
 
     @property
     def name(self) -> str:
@@ -85,8 +94,12 @@ class Figure:
 
 
 PLAN = (
+    # first: every number after it depends on the own kernels being right on this device (their Triton kernels and
+    # fla's fused-recurrent references compile in seconds; no model is built)
+    Figure("own_kernels", None, 45, 20, 8),
     Figure("throughput", "gla", 150, 6, 6), Figure("throughput", "ccq_gla", 175, 6, 6),
-    Figure("sniah", None, 170, 60, 6),  # GLA's kernels already compiled by the throughput figures where they ran
+    # GLA's kernels already compiled by the throughput figures where they ran; `ccq-eval run` loads lm-eval's classes
+    Figure("sniah", None, 170, 60, 6, needs=("lm_eval",)),
     Figure("throughput", "gated_deltanet", 225, 6, 4), Figure("throughput", "ccq_gated_deltanet", 255, 6, 4),
     Figure("throughput", "transformer", 60, 6, 1),
     Figure("kernels", "transformer-tiny", 25, 5, 0.5), Figure("kernels", "gla-tiny", 90, 5, 2),
@@ -182,13 +195,13 @@ def _decoding_error(model, ids: torch.Tensor, steps: int) -> float:
     return ((torch.stack(stepped, 1) - full).abs().max() / full.abs().max()).item()
 
 
-def measure(check: Check, part: str, name: str, fn) -> None:
-    """``fn()`` for one model; one that cannot run here (flash-attn absent for Transformer++, memory) is a RESULT line
-    of its own with the reason, and the check goes on."""
+def measure(check: Check, part: str, name: str | None, fn) -> None:
+    """``fn()`` for one model (or a whole part: ``name`` None); one that cannot run here (a package absent, flash-attn
+    for Transformer++, memory) is a RESULT line of its own with the reason, and the check goes on."""
     try:
         fn()
     except Exception as exc:  # noqa: BLE001 - a figure that failed is reported, not fatal to the check
-        check.result(part, model=name, not_run=f"{type(exc).__name__}: {exc}"[:200])
+        check.result(part, **({} if name is None else {"model": name}), not_run=f"{type(exc).__name__}: {exc}"[:200])
     if check.device == "cuda":
         torch.cuda.empty_cache()
 
@@ -210,6 +223,59 @@ def kernels_of(check: Check, name: str) -> None:
         agree, error = _agreement(logits, reference)
         check.result("kernels", model=name, dtype=dtype, argmax_agreement=agree, max_rel_logit_error=error,
                      decode_vs_forward_rel_error=_decoding_error(model, on_device, steps))
+
+
+# --- own kernels ----------------------------------------------------------------------------------------------
+
+def _own_against_reference(call) -> tuple[float, bool]:
+    """(the largest relative difference, whether the state was written where it lay) of the own kernel itself
+    (--kernels own) against its reference, from the same state, at the call's whole batch."""
+    from ccq_eval.models import kernel_trust
+
+    before = call.state.clone()
+    with torch.no_grad():
+        expected = call.reference()
+        expected_state = call.state.clone()
+        call.state.copy_(before)
+        mode = kernel_trust.mode()
+        kernel_trust.set_mode("own")
+        try:
+            got = call.own()
+        finally:
+            kernel_trust.set_mode(mode)
+    o, returned = (got[0], got[1]) if isinstance(got, tuple) else (got, None)
+    if returned is not None and not isinstance(returned, torch.Tensor):
+        returned = returned.cov  # CCQ's step returns its statistics
+    in_place = returned is None or returned.data_ptr() == call.state.data_ptr()
+    expected_o = expected[0] if isinstance(expected, tuple) else expected
+    return max(kernel_trust.relative_difference(o, expected_o),
+               kernel_trust.relative_difference(call.state, expected_state)), in_place
+
+
+def own_kernels(check: Check) -> None:
+    """Each own kernel at the 1.3B heads, batch 64: the run's check (a few rows, on first use), then the whole batch
+    against its reference, in place or not, and its time against its reference and a copy of its state."""
+    from ccq_eval.models import kernel_checks, kernel_trust
+
+    batch = 8 if check.dry_run else 64
+    dtype = torch.float32 if check.dry_run else torch.bfloat16
+    for call in kernel_checks.calls(batch, dtype, check.device):
+        verdict = kernel_checks.check(call)
+        difference, in_place = _own_against_reference(call)
+        own_mode = kernel_trust.mode()
+        kernel_trust.set_mode("own")
+        try:
+            own_ms = kernel_checks.timed_ms(call.own, check.device)
+        finally:
+            kernel_trust.set_mode(own_mode)
+        reference_ms = kernel_checks.timed_ms(call.reference, check.device)
+        copy_ms = kernel_checks.copy_ms(call.state, check.device)
+        check.result("own_kernels", kernel=call.kernel.replace(" ", "_"), family=call.family, batch=batch,
+                     dtype=str(dtype).removeprefix("torch."), heads="x".join(f"{k}{v}" for k, v in call.shape.items()),
+                     path=verdict.path if verdict else "unchecked", max_rel_difference=difference, in_place=in_place,
+                     tolerance=kernel_trust.TOLERANCE[dtype], own_ms=own_ms, reference_ms=reference_ms,
+                     state_copy_ms=copy_ms, own_vs_copy_time_ratio=own_ms / copy_ms,
+                     reference_vs_own_time_ratio=reference_ms / own_ms)
 
 
 # --- throughput -----------------------------------------------------------------------------------------------
@@ -292,6 +358,35 @@ def throughput_of(check: Check, name: str) -> None:
                      ms_per_step=1000 * decode_s / decode, mbu=step_bytes * (decode / decode_s) / bandwidth,
                      **graph_of(runs[-1].graph))
     _ratios(check, name)
+    if name in ENGINE_AGREEMENT:
+        _engine_against_plain_steps(check, name, model, vocab)
+
+
+ENGINE_AGREEMENT = ("gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet")  # the families with own steps
+
+
+def _engine_against_plain_steps(check: Check, name: str, model, vocab: int) -> None:
+    """One engine decoding in fixed slots (captured on CUDA, its own kernels as the run's check left them) against
+    plain cached steps at batch 1 (fla's functions): how many requests give the same tokens."""
+    from ccq_eval.generation.engine import generate
+    from ccq_eval.generation.request import Request
+    from ccq_eval.generation.static_rows import decoding_graphs
+
+    g = torch.Generator().manual_seed(1)
+    length, budget = (32, 4) if check.dry_run else (512, 32)
+    asked = [Request(tuple(torch.randint(0, vocab, (length - length // 16 * i,), generator=g).tolist()),
+                     max_new_tokens=budget)
+             for i in range(8)]
+    decoding_graphs(forget=True)
+    fixed = generate(model, None, asked, batch_size=8, static=True)
+    outcome = decoding_graphs(forget=True).get(type(model).__name__) or (
+        "eager: not on CUDA" if check.device != "cuda" else None)
+    plain = generate(model, None, asked, batch_size=1, static=False)
+    same = sum(a.tokens == b.tokens for a, b in zip(fixed, plain))
+    first = [next((t for t, (x, y) in enumerate(zip(a.tokens, b.tokens)) if x != y), None) for a, b in zip(fixed, plain)]
+    check.result("throughput", model=name, engine="fixed slots vs plain cached steps", requests=len(asked),
+                 tokens_each=budget, requests_equal=same, first_parting=min((t for t in first if t is not None),
+                                                                            default="none"), **graph_of(outcome))
 
 
 def _ratios(check: Check, name: str) -> None:
@@ -434,16 +529,33 @@ def sniah(check: Check) -> None:
             check.result("sniah", suite="lm-eval RULER niah_single_1", not_run=f"{type(exc).__name__}: {exc}"[:200])
 
 
+def missing(packages: tuple[str, ...]) -> list[str]:
+    """The packages that cannot be imported here."""
+    absent = []
+    for name in packages:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            absent.append(name)
+    return absent
+
+
 def run_figure(check: Check, figure: Figure) -> None:
-    if figure.part == "kernels":
-        measure(check, "kernels", figure.model, lambda: kernels_of(check, figure.model))
-    elif figure.part == "throughput":
-        measure(check, "throughput", figure.model, lambda: throughput_of(check, figure.model))
+    if absent := missing(figure.needs):
+        check.result(figure.part, **({} if figure.model is None else {"model": figure.model}),
+                     not_run=f"{', '.join(absent)} not importable here")
+        return
+    figures = {"kernels": kernels_of, "throughput": throughput_of}
+    if figure.part in figures:
+        measure(check, figure.part, figure.model, lambda: figures[figure.part](check, figure.model))
     else:
-        sniah(check)
+        measure(check, figure.part, None, lambda: PART_FIGURES[figure.part](check))
 
 
-PARTS = ("kernels", "throughput", "sniah")
+PARTS = ("own_kernels", "kernels", "throughput", "sniah")
+PART_FIGURES = {"own_kernels": own_kernels, "sniah": sniah}  # the parts that are one figure each
 
 
 def main(argv=None) -> int:

@@ -109,7 +109,7 @@ def test_the_gpu_check_dry_run_runs_every_part_and_its_figures_hold(tmp_path):
         minutes = sum(n * ((16384 - TASKS[k].max_gen) / r["prefill_tokens_per_s"]
                            + TASKS[k].max_gen * r["ms_per_step"] / 1000 / batch) for k, n in RELEASED_SAMPLES.items()) / 60
         assert r["samples"] == 3350 and abs(r["projected_min"] - minutes) < 1e-6 * minutes
-    assert {r["part"] for r in records if "part_ms" in r} == {"kernels", "throughput", "sniah"}
+    assert {r["part"] for r in records if "part_ms" in r} == {"own_kernels", "kernels", "throughput", "sniah"}
     (warned,) = [r for r in records if r["part"] == "warnings"]
     assert warned["count"] >= warned["distinct"] == sum(1 for line in result.stdout.splitlines()
                                                          if line.startswith("# warning, "))
@@ -192,3 +192,39 @@ def test_a_check_stopped_part_way_keeps_every_figure_it_printed(tmp_path):
     assert len(records) == 5 and all(r["part"] == "throughput" for r in records)
     assert [r.get("model") for r in records[2:]] == ["gla"] * 3  # the ceilings, GLA's compile times, batch 1 and 2
     assert not list(tmp_path.glob("*.part"))
+
+
+REFUSE_LM_EVAL = """
+import importlib.abc, runpy, sys
+
+class Refuse(importlib.abc.MetaPathFinder):  # a bare GPU image: no lm-eval
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "lm_eval":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, Refuse())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_on_a_bare_image_the_check_says_what_did_not_run_and_goes_on(tmp_path):
+    """--budget order with lm-eval not importable: the own kernels first, S-NIAH says not_run, and CCQ-GLA's
+    throughput (planned after it) still runs; exit 0."""
+    out = tmp_path / "check.json"
+    result = subprocess.run([sys.executable, "-c", REFUSE_LM_EVAL, str(ROOT / "benchmarks" / "gpu_check.py"),
+                             "--dry-run", "--budget", "540", "--families", "gla,ccq-gla", "--out", str(out)],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert records[0]["part"] == "own_kernels" and records[0]["in_place"] is True
+    kernels = [r for r in records if r["part"] == "own_kernels" and "kernel" in r]
+    assert {r["family"] for r in kernels} == {"gla", "gated_deltanet", "delta_net"}  # CCQ's is Triton-only
+    assert all(r["path"] == "own" and r["max_rel_difference"] <= r["tolerance"] for r in kernels)
+    (sniah,) = [r for r in records if r["part"] == "sniah"  and "part_ms" not in r]
+    assert sniah["not_run"] == "lm_eval not importable here"
+    order = [r.get("model") or r["part"] for r in records if "mfu" in r or r["part"] == "sniah" and "not_run" in r]
+    assert order.index("sniah") < order.index("ccq_gla"), order
+    engine = [r for r in records if r.get("engine")]
+    assert {r["model"] for r in engine} == {"gla", "ccq_gla"}
+    assert all(r["requests_equal"] == r["requests"] for r in engine), engine

@@ -8,6 +8,8 @@ leaves the batch at once, and where the layout allows it the free rows are refil
 from __future__ import annotations
 
 import math
+import statistics
+import time
 from collections import deque
 
 import torch
@@ -98,11 +100,14 @@ class _Run:
 
 
 # A prefill's fixed cost on CUDA (its launches and host work, beside the tokens' own compute), in decoding steps of a
-# full batch: about 3 ms against a 4 ms step of a 1.3B model at 64 rows (an estimate; no GPU has timed it).
+# full batch, until the run has measured its own (generation/refill_cost.py): about 3 ms against a 4 ms step of a 1.3B
+# model at 64 rows (an estimate; no GPU has timed it)
 PREFILL_OVERHEAD_STEPS = 0.75
+STEPS_BEFORE_MEASURING = 4  # step periods the fixed slots time before their refill cost is measured
 
 
-def refill_threshold(width: int, requests: list[Request], on_cuda: bool) -> int:
+def refill_threshold(width: int, requests: list[Request], on_cuda: bool,
+                     overhead_steps: float = PREFILL_OVERHEAD_STEPS) -> int:
     """How many slots must be free before a refill prefills new prompts (sooner when the queue cannot fill more).
 
     A refill stalls every running row for its prefill. Its token compute is the same whether it admits one prompt or
@@ -114,7 +119,7 @@ def refill_threshold(width: int, requests: list[Request], on_cuda: bool) -> int:
     if not on_cuda or not requests:
         return 1
     budget = sum(r.max_new_tokens for r in requests) / len(requests)
-    return max(1, min(width, round(width * math.sqrt(2 * PREFILL_OVERHEAD_STEPS / max(budget, 1)))))
+    return max(1, min(width, round(width * math.sqrt(2 * overhead_steps / max(budget, 1)))))
 
 
 class _StaticRun(_Run):
@@ -131,7 +136,11 @@ class _StaticRun(_Run):
         self.batch_size = max(1, min(self.batch_size, len(requests)))  # no slot that no request can ever fill
         self.capture, self.rows, self.slots = capture, None, [None] * self.batch_size  # slot -> request
         self.finished = [False] * len(requests)
-        self.threshold = refill_threshold(self.batch_size, requests, layout.model.device.type == "cuda")
+        self.on_cuda = layout.model.device.type == "cuda"
+        self.threshold = refill_threshold(self.batch_size, requests, self.on_cuda)
+        self.periods: list[float] = []  # the host's period between reading one step's picks and the next's
+        self.read_at: float | None = None
+        self.cost = None  # the refill cost measured on this model (refill_cost.py), on CUDA
         self.banning: list[frozenset[int]] = [frozenset()] * self.batch_size  # each slot's ban as the device has it
         self.pending: tuple[int, list] | None = None  # the launched step whose picks are not read yet
 
@@ -139,6 +148,7 @@ class _StaticRun(_Run):
         free = [slot for slot, i in enumerate(self.slots) if i is None]
         if not self.queue or not free:
             return
+        self.read_at = None  # a refill's prefill is not a step's period
         entering, batch, rows = self.enter(len(free))
         for row, i in enumerate(entering):
             self.finished[i] = row not in rows
@@ -154,7 +164,16 @@ class _StaticRun(_Run):
             self.slots[slot] = entering[row]
         self.running = [i for i in self.slots if i is not None]
 
+    def measure_refills(self) -> None:
+        """On CUDA, once the slots have stepped a few times: the threshold from this model's own refill cost."""
+        if self.on_cuda and self.cost is None and len(self.periods) >= STEPS_BEFORE_MEASURING:
+            from ccq_eval.generation import refill_cost
+
+            self.cost = refill_cost.measured(self.layout, statistics.median(self.periods))
+            self.threshold = refill_threshold(self.batch_size, self.requests, True, self.cost.overhead_steps)
+
     def wants_refill(self) -> bool:
+        self.measure_refills()
         free = sum(i is None for i in self.slots)
         return bool(self.queue) and free > 0 and (free >= self.threshold or free >= len(self.queue) or not self.running)
 
@@ -171,7 +190,12 @@ class _StaticRun(_Run):
     def collect(self, launched: tuple[int, list]) -> None:
         """Append a launched step's picks to the requests still running; free the slots of those now done."""
         turn, held = launched
-        for slot, (i, token) in enumerate(zip(held, self.rows.picks(turn))):
+        picks = self.rows.picks(turn)
+        now = time.perf_counter()
+        if self.read_at is not None:
+            self.periods.append(now - self.read_at)
+        self.read_at = now
+        for slot, (i, token) in enumerate(zip(held, picks)):
             if i is None or self.finished[i]:
                 continue  # an idle slot, or a row that stopped a step before: its pick is dropped
             self.results[i].tokens.append(token)

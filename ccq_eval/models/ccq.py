@@ -434,7 +434,7 @@ def _fused_step(q, k, lam, state: CCQState | None, sigma_scale: str) -> bool:
     (models/kernel_trust.py); the torch form elsewhere and with gradients."""
     if not (runs_triton(q) and takes_fused_step(q, state)):
         return False
-    return kernel_trust.trusted("CCQ step", q, {"H": q.shape[2], "D": q.shape[3]}, {"sigma_scale": sigma_scale},
+    return kernel_trust.trusted("CCQ step", q, True, {"H": q.shape[2], "D": q.shape[3]}, {"sigma_scale": sigma_scale},
                                 lambda: _fused_step_trial(q, k, lam, state, sigma_scale))
 
 

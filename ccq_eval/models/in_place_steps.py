@@ -69,7 +69,7 @@ def _routed(original, step, kernel: str):
             return True  # not a call the step takes (it says so itself)
         options = {k: value for k, value in kwargs.items() if isinstance(value, bool)}
         shape = dict(zip(("H", "K"), q.shape[2:])) | dict(zip(("HV", "V"), v.shape[2:]))
-        return kernel_trust.trusted(kernel, q, shape, options, lambda: _trial(step, original, kwargs))
+        return kernel_trust.trusted(kernel, q, runs_triton(q), shape, options, lambda: _trial(step, original, kwargs))
 
     @functools.wraps(original)
     def read(*args, **kwargs):

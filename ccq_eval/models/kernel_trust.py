@@ -87,10 +87,8 @@ def forget() -> None:
     _DECLINED.clear()
 
 
-def form_of(x: torch.Tensor) -> str:
-    from ccq_eval.models.in_place_steps import runs_triton
-
-    if not runs_triton(x):
+def form_of(x: torch.Tensor, triton: bool) -> str:
+    if not triton:
         return "torch"
     return "Triton" if x.device.type != "cpu" else "Triton (interpreter)"
 
@@ -132,13 +130,15 @@ def _decide(key: tuple, kernel: str, form: str, shape: str, dtype: torch.dtype, 
     return verdict
 
 
-def trusted(kernel: str, x: torch.Tensor, shape: dict, options: dict, trial: Callable[[], float]) -> bool:
+def trusted(kernel: str, x: torch.Tensor, triton: bool, shape: dict, options: dict,
+            trial: Callable[[], float]) -> bool:
     """Whether the own ``kernel`` runs for a call like this one: ``x`` one of its inputs (its dtype and device),
+    ``triton`` whether its Triton form runs (else its torch form),
     ``shape`` and ``options`` what else keys it; ``trial()`` runs it beside its reference on a few rows and returns
     the largest relative difference (raising where it is not in place)."""
     if _MODE == "own":
         return True
-    form = form_of(x)
+    form = form_of(x, triton)
     described = " ".join(f"{k}={v}" for k, v in shape.items()) + f" {str(x.dtype).removeprefix('torch.')} " \
                                                                   f"{x.device.type}"
     key = (kernel, form, described, tuple(sorted(options.items())), torch.is_grad_enabled())

@@ -357,7 +357,7 @@ class Runner:
         if outcome.status == "complete" and (reason := untrusted_number(outcome)):
             outcome = UnitOutcome(status="failed", reason=reason)
         outcome.settings.update(self._positions_warning(unit))
-        outcome.settings.update(own_kernels())
+        outcome.settings.update(engine_provenance())
         record = {**self._unit_record(run_id, unit, started), "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
         if outcome.status != "complete":
@@ -401,13 +401,15 @@ class Runner:
             self.out(f"({skipped} units already complete, skipped)")
 
 
-def own_kernels() -> dict:
-    """The path each of ccq-eval's own kernels took in this process so far (models/kernel_trust.py), recorded with
-    each unit: a unit computed after a kernel was turned off names the fallback."""
+def engine_provenance() -> dict:
+    """What the engine decided in this process so far, recorded with each unit: the path each of ccq-eval's own
+    kernels took (models/kernel_trust.py: a unit computed after a kernel was turned off names the fallback), and the
+    refill cost measured on the model (generation/refill_cost.py, on CUDA)."""
+    from ccq_eval.generation import refill_cost
     from ccq_eval.models import kernel_trust
 
-    paths = kernel_trust.verdicts()
-    return {"kernels": paths} if paths else {}
+    found = {"kernels": kernel_trust.verdicts(), "refill_cost": refill_cost.recorded()}
+    return {key: value for key, value in found.items() if value}
 
 
 def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:

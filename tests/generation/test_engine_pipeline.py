@@ -106,3 +106,44 @@ def test_each_read_waits_on_its_own_steps_copy_not_the_newest(monkeypatch):
     asked = [Request(tuple(torch.randint(0, 256, (n,), generator=g).tolist()), max_new_tokens=4) for n in (9, 7)]
     _run(_model(), asked, width=2)
     assert log == ["record 0", "record 1", "wait 0", "record 0", "wait 1", "record 1", "wait 0", "wait 1"]
+
+
+def test_on_cuda_the_threshold_comes_from_the_models_own_refill_cost(monkeypatch):
+    """After a few steps the fixed slots measure this model's prefill fixed cost and their own step period, once a
+    process, record them, and refill at the threshold they give (here forced to 'on CUDA' on the CPU)."""
+    from ccq_eval.generation import refill_cost
+
+    refill_cost.forget()
+    made = []
+    init = _StaticRun.__init__
+
+    def as_on_cuda(run, *args, **kwargs):
+        init(run, *args, **kwargs)
+        run.on_cuda = True
+        made.append(run)
+
+    monkeypatch.setattr(_StaticRun, "__init__", as_on_cuda)
+    monkeypatch.setattr(refill_cost, "prefill_fixed_seconds", lambda layout: 0.006)  # 6 ms, whatever this CPU says
+    model = _model()
+    asked = [replace(r, max_new_tokens=12) for r in requests()] * 2
+    _run(model, asked, width=3)
+    (cost,) = refill_cost.recorded().values()
+    assert cost["prefill_fixed_ms"] == pytest.approx(6.0) and cost["step_ms"] > 0
+    assert cost["overhead_steps"] == pytest.approx(6.0 / cost["step_ms"], rel=1e-2)
+    assert made[0].threshold == refill_threshold(3, asked, True, made[0].cost.overhead_steps)
+    assert len(made[0].periods) >= engine.STEPS_BEFORE_MEASURING
+    refill_cost.forget()
+
+
+def test_the_prefill_fixed_cost_is_what_eight_prompts_do_not_multiply():
+    from ccq_eval.generation import refill_cost
+
+    class Layout:
+        model = type("M", (), {"device": torch.device("cpu")})()
+
+        def prefill(self, prompts):
+            import time
+
+            time.sleep(0.004 + 0.001 * len(prompts))  # 4 ms fixed, 1 ms a prompt
+
+    assert refill_cost.prefill_fixed_seconds(Layout()) == pytest.approx(0.004, abs=0.002)

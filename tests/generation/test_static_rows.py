@@ -74,20 +74,38 @@ class StandIn:
                 # "stale": a graph that recorded nothing does nothing
 
         class Stream:
+            def __init__(self, name="side"):
+                self.name = name
+
             def wait_stream(self, other):
                 pass
+
+        self.default = self.current = Stream("default")
+
+        @contextlib.contextmanager
+        def stream(chosen):
+            saved, stand_in.current = stand_in.current, chosen
+            try:
+                yield
+            finally:
+                stand_in.current = saved
+
+        def set_stream(chosen):
+            stand_in.current = chosen
 
         @contextlib.contextmanager
         def capture(graph):
             if fail == "entry":
                 raise RuntimeError("operation not permitted when stream is capturing\nmore")
-            stand_in.capturing = True
+            stand_in.capturing, saved, stand_in.current = True, stand_in.current, Stream("capture")
             try:
                 yield
             except Exception:
+                # as torch's graph exit: capture_end() raises before the capture's stream context is left
                 raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
             finally:
                 stand_in.capturing = False
+            stand_in.current = saved
 
         if fail and fail.startswith("layer "):
             mixer = mixers(model)[int(fail.split()[1])]
@@ -99,8 +117,9 @@ class StandIn:
             handle = mixer.register_forward_pre_hook(host_sync, with_kwargs=True)
             monkeypatch.setattr(self, "hook", handle, raising=False)
         monkeypatch.setattr(torch.cuda, "Stream", Stream)
-        monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
-        monkeypatch.setattr(torch.cuda, "current_stream", Stream)
+        monkeypatch.setattr(torch.cuda, "stream", stream)
+        monkeypatch.setattr(torch.cuda, "set_stream", set_stream)
+        monkeypatch.setattr(torch.cuda, "current_stream", lambda: stand_in.current)
         monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
         monkeypatch.setattr(torch.cuda, "graph", capture)
         monkeypatch.setattr(static_rows, "_WARNED", set())
@@ -154,6 +173,7 @@ def test_a_capture_that_breaks_anywhere_changes_no_token_and_names_its_cause(mon
         assert len(messages) == 1 and stand_in.made[-1].graph is None, point
         assert "operation not permitted when stream is capturing" in messages[0], (point, messages)
         assert "previous error during capture" not in messages[0]
+        assert stand_in.current is stand_in.default, (point, stand_in.current.name)  # the stream before the capture
         if hasattr(stand_in, "hook"):
             stand_in.hook.remove()
 

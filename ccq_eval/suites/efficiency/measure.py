@@ -133,10 +133,12 @@ class _PeakMemory:
 @torch.no_grad()
 def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
     """One prefill of ``ids`` ([B, L]) and ``decode_steps`` greedy steps after it, through the generation engine's
-    own prefill and step (generation/layouts.py: packed, separate or padded, as the suites generate; on CUDA a CUDA
-    graph where the layout allows one, captured in an untimed first step)."""
+    own prefill and step (generation/layouts.py: packed, separate or padded, as the suites generate; on CUDA fixed
+    slots and a CUDA graph where the layout allows one, captured in an untimed first step, and stepped as the engine
+    steps them, pipelined). After a capture an untimed prefill returns torch's cache its blocks."""
     from ccq_eval.generation.engine import stepper
     from ccq_eval.generation.layouts import layout_for
+    from ccq_eval.generation.static_rows import StaticRows
 
     layout, prompts = layout_for(model), [tuple(row) for row in ids.tolist()]
     device = ids.device
@@ -149,9 +151,32 @@ def measure_once(model, ids: torch.Tensor, decode_steps: int) -> Repeat:
     prefill_s = clock.seconds(start, end)
     held = cache_bytes(batch.cache)
     step = stepper(layout, batch, len(prompts))
-    tokens = step(logits.argmax(-1).tolist()).argmax(-1).tolist()
+    decode = _pipelined if isinstance(step, StaticRows) else _stepped
+    decode_s = decode(step, logits.argmax(-1).tolist(), decode_steps, clock)
+    if step.outcome == "captured":  # the capture emptied torch's cache: the next timed prefill must not pay for it
+        layout.prefill(prompts)
+    return Repeat(prefill_s, decode_s, peak_bytes, held, step.outcome)
+
+
+def _stepped(step, first: list[int], steps: int, clock) -> float:
+    """Seconds of ``steps`` eager steps, each one's greedy picks read on the host (the engine's eager path)."""
+    tokens = step(first).argmax(-1).tolist()
     start = clock.now()
-    for _ in range(decode_steps):
+    for _ in range(steps):
         tokens = step(tokens).argmax(-1).tolist()
-    end = clock.now()
-    return Repeat(prefill_s, clock.seconds(start, end), peak_bytes, held, step.outcome)
+    return clock.seconds(start, clock.now())
+
+
+def _pipelined(rows: StaticRows, first: list[int], steps: int, clock) -> float:
+    """Seconds of ``steps`` fixed-slot steps as the engine runs them: picks made on the device, step t's read on the
+    host after step t + 1 is launched; the first step (the capture, on CUDA) untimed."""
+    rows.set_tokens(list(range(len(first))), first)
+    rows.picks(rows.advance())
+    start = clock.now()
+    previous = rows.advance()
+    for _ in range(steps - 1):
+        turn = rows.advance()
+        rows.picks(previous)
+        previous = turn
+    rows.picks(previous)
+    return clock.seconds(start, clock.now())
