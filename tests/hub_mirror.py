@@ -172,7 +172,10 @@ class HubMirror:
             key = sha + "".join(f"-{fault}" for fault in ("corrupt", "cut", "overlong", "underlong", "loop")
                                 if path in getattr(self, fault))
             headers.update({"Location": f"{self.cdn_url}/cdn/{key}", "X-Linked-Etag": f'"{sha}"',
-                            "X-Linked-Size": str(len(data)), "ETag": f'"{git_blob_id(data)}"'})
+                            "X-Linked-Size": str(len(data)), "ETag": f'"{git_blob_id(data)}"',
+                            # as the hub: every large file is also in Xet storage (a client with hf_xet goes there)
+                            "X-Xet-Hash": sha, "X-Xet-Refresh-Route": f"{self.url}/api/{kind}s/{repo.repo_id}/"
+                                                                      f"xet-read-token/{commit}"})
             return self._send(handler, 302, b"", headers, body)
         headers["ETag"] = f'"{git_blob_id(data)}"'
         return self._send(handler, 200, data, headers, body)

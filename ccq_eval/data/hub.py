@@ -14,6 +14,7 @@ import contextlib
 import fnmatch
 import io
 import math
+import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -99,6 +100,16 @@ def http_client_module():
     return httpx2
 
 
+def downloads_over_http() -> None:
+    """Large files through the bounded, resumable HTTP client below, not Xet: the hub serves every large file through
+    Xet, and huggingface_hub hands those to hf_xet, which bypasses this client, its timeouts and its error messages.
+    A user who set HF_HUB_DISABLE_XET (to 0 or 1) keeps that choice (docs/data-sources.md says why)."""
+    import huggingface_hub.constants as constants
+
+    if "HF_HUB_DISABLE_XET" not in os.environ:
+        constants.HF_HUB_DISABLE_XET = True
+
+
 def bound_hub_client() -> None:
     """Give every request huggingface_hub makes a connect/read/write timeout and a redirect limit. Its default
     client has ``timeout=None``, and ``repo_info`` passes ``timeout=None`` per request (which overrides any
@@ -108,6 +119,7 @@ def bound_hub_client() -> None:
     from huggingface_hub.utils import _http
 
     global _BOUND_TIMEOUT
+    downloads_over_http()
     timeout = hub_timeout_s()
     if _BOUND_TIMEOUT == timeout:
         return
@@ -231,6 +243,10 @@ def _transport_error(what: str, at: str, exc: Exception) -> str | None:
     """What a failed transfer or cache write says, in one line; None for an exception that is not one."""
     if _timed_out(exc):
         return _timeout_message(what, at)
+    if isinstance(exc, RuntimeError) and ("CAS service error" in str(exc) or "hf_xet" in type(exc).__module__):
+        return (f"{what} {at}: the Xet transfer from {endpoint()} failed ({_first_line(exc)[:120]}); nothing was "
+                "frozen; unset HF_HUB_DISABLE_XET (ccq-eval then downloads over its bounded HTTP client) or run it "
+                "again")
     if isinstance(exc, OSError) and str(exc).startswith("Consistency check failed"):  # a body of another size
         return (f"{what} {at}: the download from {endpoint()} was not the size the hub announced "
                 f"({_first_line(exc)[:120]}); nothing was frozen; run it again")

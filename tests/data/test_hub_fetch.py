@@ -651,12 +651,17 @@ def test_fetch_ruler_freezes_the_qa_rows_the_tasks_read(env, mirror):
     mirror.add(MirrorRepo("rajpurkar/squad_v2", {"squad_v2/validation-00000-of-00001.parquet": qa_parquet("squad"),
                                                  "squad_v2/train-00000-of-00001.parquet": qa_parquet("hotpotqa")},
                           commit="5" * 40))
-    mirror.add(MirrorRepo("hotpotqa/hotpot_qa", {"distractor/validation-00000-of-00001.parquet": qa_parquet("hotpotqa"),
+    hotpot = qa_parquet("hotpotqa")
+    pinned = "1908d6afbbead072334abe2965f91bd2709910ab"  # HotpotQA's pinned commit
+    mirror.add(MirrorRepo("hotpotqa/hotpot_qa", {"distractor/validation-00000-of-00001.parquet": hotpot,
                                                  "fullwiki/validation-00000-of-00001.parquet": qa_parquet("squad")},
-                          commit="6" * 40))
-    result = cli(env, "data", "fetch", "ruler")
+                          commit=pinned))
+    fixture_sha = ("import dataclasses, ccq_eval.suites.ruler.qa_data as m\n"  # the real pin names the real file
+                   f"m.HUB['hotpotqa'] = dataclasses.replace(m.HUB['hotpotqa'], "
+                   f"sha256={hashlib.sha256(hotpot).hexdigest()!r})\n")
+    result = cli_with(env, fixture_sha, "data", "fetch", "ruler")
     assert result.returncode == 0, result.stderr[-3000:]
-    for name, repo, commit in (("squad", "rajpurkar/squad_v2", "5" * 40), ("hotpotqa", "hotpotqa/hotpot_qa", "6" * 40)):
+    for name, repo, commit in (("squad", "rajpurkar/squad_v2", "5" * 40), ("hotpotqa", "hotpotqa/hotpot_qa", pinned)):
         rows, key = frozen(env, "ruler", name)
         assert rows == [json.loads(line) for line in (QA_ROWS / f"{name}.jsonl").read_text().splitlines()]
         assert key["source"]["repo"] == repo and key["source"]["commit"] == commit and "CC BY-SA" in key["licence"]
@@ -690,3 +695,29 @@ def test_fetch_recall_freezes_each_tasks_validation_records(env, mirror):
         shipped = [json.loads(line) for line in (SHIPPED_RECORDS / "recall" / f"{key}.jsonl").read_text().splitlines()]
         assert records == shipped
         assert meta["source"]["file"] == "data/validation-00000-of-00001.parquet" and meta["source"]["commit"] == "7" * 40
+
+
+XET_FAILS = ("import huggingface_hub.file_download as fd\n"
+             "def xet_get(**kwargs):\n"
+             "    raise RuntimeError('Data processing error: CAS service error : Reqwest Error: error sending request')\n"
+             "fd.xet_get = xet_get\n")
+
+
+def cli_with(env, prelude: str, *args) -> subprocess.CompletedProcess:
+    code = prelude + f"import sys\nfrom ccq_eval.cli import main\nsys.exit(main({list(args)!r}))\n"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+def test_large_files_come_over_the_bounded_http_client_not_xet(env, mirror):
+    """The mirror announces every large file in Xet storage, as the hub does: unless the user chose otherwise, the
+    download never reaches hf_xet (here one that would fail), and goes through the client whose timeouts are bound."""
+    result = cli_with(env, XET_FAILS, "data", "fetch", "longppl", "--corpora", "pg19")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [d["text"] for d in frozen(env, "longppl", "pg19")[0]] == BOOKS
+    assert any(path.startswith("/cdn/") for _, path in mirror.requests)
+
+
+def test_a_xet_failure_where_the_user_chose_xet_is_one_line(env, mirror):
+    result = cli_with({**env, "HF_HUB_DISABLE_XET": "0"}, XET_FAILS, "data", "fetch", "longppl", "--corpora", "pg19")
+    one_line_error(result, "emozilla/pg19", "Xet transfer", "CAS service error", "HF_HUB_DISABLE_XET")
+    assert cached_files(env, "longppl") == []

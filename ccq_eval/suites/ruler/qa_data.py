@@ -16,11 +16,14 @@ from ccq_eval.suites.ruler.qa_layouts import LAYOUTS, unfold
 from ccq_eval.suites.sniah.sizing import SniahError
 
 FETCH_COMMAND = "ccq-eval data fetch ruler"
-# task -> its source's name; the hub's parquet (no commit confirmed from here: resolved from main when fetched and
-# recorded with the frozen copy)
+# task -> its source's name; the hub's parquet: SQuAD v2's commit not confirmed from here (resolved from main when
+# fetched and recorded with the frozen copy); HotpotQA's distractor dev set pinned at the commit, size (27,452,575
+# bytes, 7,405 questions) and sha256 that public fetch records agree on
 SOURCES = {"ruler_qa_squad": "squad", "ruler_qa_hotpot": "hotpotqa"}
 HUB = {"squad": hub.HubFile("rajpurkar/squad_v2", "squad_v2/validation-*.parquet", None),
-       "hotpotqa": hub.HubFile("hotpotqa/hotpot_qa", "distractor/validation-*.parquet", None)}
+       "hotpotqa": hub.HubFile("hotpotqa/hotpot_qa", "distractor/validation-00000-of-00001.parquet",
+                               "1908d6afbbead072334abe2965f91bd2709910ab",
+                               "c20b638ca82b21d04fe12e14ff417ad05153d4d215a65de54497fca4e972f7c6")}
 LICENCE = {"squad": "CC BY-SA 4.0 (SQuAD 2.0)", "hotpotqa": "CC BY-SA 4.0 (HotpotQA)"}
 FIELDS = {"squad": {"title": str, "context": str, "question": str, "answers": list},
           "hotpotqa": {"question": str, "answer": str, "context": list}}
