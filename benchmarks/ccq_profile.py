@@ -39,6 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # an H200 SXM: dense fp32 on CUDA cores and TF32 on tensor cores at their peaks; bf16 GEMMs and copies at the rates
 # measured on one for this project (gpu_check.py's ceilings)
 H200 = {"fp32": 67e12, "tf32": 495e12, "bf16": 796e12, "bytes": 4.27e12}
+# a GEMM streams its operands at this fraction of copy bandwidth (skinny GEMMs, M = 64 rows, reach 55-80 % of it)
+GEMM_BANDWIDTH = 0.7
+# the least a kernel costs: about 2 us on the GPU inside a CUDA graph; about 5 us of host time to launch one eagerly
+LAUNCH_FLOOR = {"graph": 2e-6, "eager": 5e-6}
 SHAPES = {"gla": dict(hidden=2048, heads=4), "gated_deltanet": dict(hidden=2048, heads=8, head_dim=128)}
 MATMULS = {"mm", "bmm", "addmm", "baddbmm"}
 SCANS = {"cumsum", "cumsum_"}
@@ -86,14 +90,16 @@ def kernel_of(name: str, dtype: torch.dtype, precision: str) -> str:
 
 
 def price(kernel: str, flops: float, nbytes: float) -> float:
-    """Seconds on an H200 at peak: the larger of the compute and the memory time."""
+    """Seconds on an H200: the larger of the compute time at peak and the memory time (a GEMM's at GEMM_BANDWIDTH
+    of copy bandwidth, the rest at copy bandwidth)."""
     if "IEEE fp32" in kernel:
         rate = H200["fp32"]
     elif "TF32" in kernel:
         rate = H200["tf32"]
     else:
         rate = H200["bf16"]
-    return max(flops / rate, nbytes / H200["bytes"])
+    bandwidth = H200["bytes"] * (GEMM_BANDWIDTH if "GEMM" in kernel else 1.0)
+    return max(flops / rate, nbytes / bandwidth)
 
 
 def tensor_bytes(*trees) -> int:
@@ -109,8 +115,10 @@ class OpLedger(TorchDispatchMode):
 
     def __init__(self):
         super().__init__()
-        self.rows = defaultdict(lambda: {"ops": 0, "flops": 0.0, "bytes": 0.0, "seconds": 0.0, "h200": 0.0})
+        self.rows = defaultdict(lambda: {"ops": 0, "flops": 0.0, "bytes": 0.0, "seconds": 0.0, "h200": 0.0,
+                                         "h200_graph": 0.0})
         self.fla_flops: float | None = None
+        self.skip_matmuls = False  # matmuls priced from their shapes, their outputs zeros (a whole model's prefill)
 
     def add(self, kernel: str, flops: float, nbytes: float, seconds: float) -> None:
         row = self.rows[kernel]
@@ -119,6 +127,7 @@ class OpLedger(TorchDispatchMode):
         row["bytes"] += nbytes
         row["seconds"] += seconds
         row["h200"] += price(kernel, flops, nbytes)
+        row["h200_graph"] += max(price(kernel, flops, nbytes), LAUNCH_FLOOR["graph"])  # replayed in a CUDA graph
 
     def inside(self, name: str, function):
         def scoped(*args, **kwargs):
@@ -137,9 +146,9 @@ class OpLedger(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         start = time.perf_counter()
-        out = func(*args, **kwargs)
-        seconds = time.perf_counter() - start
         name = func._overloadpacket.__name__
+        out = self._shaped(func, args, kwargs) if self.skip_matmuls and name in MATMULS else func(*args, **kwargs)
+        seconds = time.perf_counter() - start
         formula = flop_registry.get(func._overloadpacket)
         flops = formula(*args, **kwargs, out_val=out) if formula else 0
         if self.fla_flops is not None:
@@ -149,6 +158,22 @@ class OpLedger(TorchDispatchMode):
             self.add(kernel_of(name, dtype, torch.get_float32_matmul_precision()), flops,
                      tensor_bytes(args, kwargs, out), seconds)
         return out
+
+
+def _shaped(func, args, kwargs):
+    """A matmul's output of the right shape, dtype and device, zeros, without computing it (its cost is priced from
+    the shapes alone; nothing downstream branches on its values)."""
+    from torch.utils._pytree import tree_map
+
+    meta = tree_map(lambda t: t.to("meta") if isinstance(t, torch.Tensor) else t, (args, kwargs))
+    shape = func(*meta[0], **meta[1])
+    device = next(t.device for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor))
+    if func._overloadpacket.__name__.endswith("_"):  # in place: the first argument is the output
+        return args[0].zero_()
+    return torch.zeros(shape.shape, dtype=shape.dtype, device=device)
+
+
+OpLedger._shaped = staticmethod(_shaped)
 
 
 @contextlib.contextmanager
