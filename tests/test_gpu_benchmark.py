@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -228,3 +229,29 @@ def test_on_a_bare_image_the_check_says_what_did_not_run_and_goes_on(tmp_path):
     engine = [r for r in records if r.get("engine")]
     assert {r["model"] for r in engine} == {"gla", "ccq_gla"}
     assert all(r["requests_equal"] == r["requests"] for r in engine), engine
+
+
+def test_the_model_ledger_prices_the_whole_model_in_gpu_checks_terms():
+    """benchmarks/model_ledger.py at toy shapes: a model is one block plus (layers - 1) more, every kernel costs at
+    least its launch floor, and the ratios are the rates gpu_check prints (CCQ's over its backbone's)."""
+    import importlib.util
+
+    from ccq_eval.models.cpu_backend import install_cpu_backend
+
+    install_cpu_backend()
+    spec = importlib.util.spec_from_file_location("model_ledger", ROOT / "benchmarks" / "model_ledger.py")
+    ledger = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ledger)
+    one = {f: 1.0 for f in ledger.FIELDS}
+    two = {f: 3.0 for f in ledger.FIELDS}
+    block, model = ledger.whole(one, two, 24)
+    assert block["ops"] == 2.0 and model["ops"] == 1.0 + 23 * 2.0
+    figures = ledger.report("gla", 2, 64, 4, torch.float32, toy=True)
+    for name in ("gla", "ccq_gla"):
+        f = figures[name]
+        assert f["prefill_ms"] / 1e3 >= f["prefill_launches"] * ledger.LAUNCH_FLOOR["eager"] * (1 - 1e-9)
+        assert f["ms_per_step"] / 1e3 >= f["step_launches"] * ledger.LAUNCH_FLOOR["graph"] * (1 - 1e-9)
+        assert f["ms_per_step"] > f["layer_step_ms"] > 0 and f["prefill_launches"] > 0
+    ratios = figures["ratios"]
+    assert ratios["prefill_rate_ratio"] == pytest.approx(figures["gla"]["prefill_ms"] / figures["ccq_gla"]["prefill_ms"])
+    assert 0 < ratios["decode_rate_ratio"] < 1 < ratios["layer_step_time_ratio"]
