@@ -270,7 +270,7 @@ def own_kernels(check: Check) -> None:
             kernel_trust.set_mode(own_mode)
         reference_ms = kernel_checks.timed_ms(call.reference, check.device)
         copy_ms = kernel_checks.copy_ms(call.state, check.device)
-        check.result("own_kernels", kernel=call.kernel.replace(" ", "_"), family=call.family, batch=batch,
+        check.result("own_kernels", kernel=call.kernel.split(",")[0].replace(" ", "_"), family=call.family, batch=batch,
                      dtype=str(dtype).removeprefix("torch."), heads="x".join(f"{k}{v}" for k, v in call.shape.items()),
                      path=verdict.path if verdict else "unchecked", max_rel_difference=difference, in_place=in_place,
                      tolerance=kernel_trust.TOLERANCE[dtype], own_ms=own_ms, reference_ms=reference_ms,

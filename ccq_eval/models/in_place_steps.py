@@ -87,6 +87,11 @@ def states_written_in_place(model):
     return routes_written_in_place(family_of(model).in_place_steps)
 
 
+def kernel_name(route) -> str:
+    """How the trust check names a route's step: fla's function and the layers that call it (one verdict a family)."""
+    return f"{route.symbol} in place, {route.module.removeprefix('fla.layers.')} layers"
+
+
 @contextlib.contextmanager
 def routes_written_in_place(routes):
     """Inside the block each route's fla name (``Family.in_place_steps``) tries its in-place step first."""
@@ -97,7 +102,7 @@ def routes_written_in_place(routes):
         module = importlib.import_module(route.module)
         original = getattr(module, route.symbol)
         saved.append((module, route.symbol, original))
-        setattr(module, route.symbol, _routed(original, replacement(route), f"{route.symbol} in place"))
+        setattr(module, route.symbol, _routed(original, replacement(route), kernel_name(route)))
     try:
         yield
     finally:

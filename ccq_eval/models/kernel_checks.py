@@ -39,10 +39,11 @@ def _route(model_type: str):
     """(fla's function, ccq-eval's in-place step, the route's kernel name) of a family's one-token read."""
     from ccq_eval.families import family
     from ccq_eval.models.cpu_backend import replacement
+    from ccq_eval.models.in_place_steps import kernel_name
 
     (route,) = family(model_type).in_place_steps
     original = getattr(importlib.import_module(route.module), route.symbol)
-    return getattr(original, "ccq_routed_original", original), replacement(route), f"{route.symbol} in place"
+    return getattr(original, "ccq_routed_original", original), replacement(route), kernel_name(route)
 
 
 def _step_inputs(model_type: str, B: int, H: int, K: int, V: int, dtype, device, g: torch.Generator) -> dict:

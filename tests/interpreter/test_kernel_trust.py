@@ -17,14 +17,7 @@ from ccq_eval.models import ccq, kernel_trust
 from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
-
-
-@pytest.fixture(autouse=True)
-def fresh_verdicts():
-    kernel_trust.forget()
-    yield
-    kernel_trust.forget()
-    kernel_trust.set_mode("auto")
+from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
 
 
 def wrong_sigma(q, k, lam, state, trace_scale, eps):

@@ -17,19 +17,12 @@ from ccq_eval.generation.engine import generate
 from ccq_eval.models import kernel_trust
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
+from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
 
 # each family's step and the route that names it
 STEPS = {"gla": (gla_step, "fused_recurrent_gla in place"), "ccq_gla": (gla_step, "fused_recurrent_gla in place"),
          "gated_deltanet": (gdn_step, "fused_recurrent_gated_delta_rule in place"),
          "delta_net": (gdn_step, "fused_recurrent_delta_rule in place")}
-
-
-@pytest.fixture(autouse=True)
-def fresh_verdicts():
-    kernel_trust.forget()
-    yield
-    kernel_trust.forget()
-    kernel_trust.set_mode("auto")
 
 
 STATE_AT = {gla_step: 4, gdn_step: 5}  # where each torch step takes the state
@@ -159,7 +152,7 @@ def test_a_run_on_a_faulty_step_stores_batch_ones_predictions_and_names_the_fall
         assert main([*argv, "--store", str(tmp_path / "three.db"), "--batch-size", "3"]) == 0
     assert predictions(tmp_path / "three.db") == predictions(tmp_path / "one.db")
     (name, path), = unit_kernels(tmp_path / "three.db").items()
-    assert name.startswith("fused_recurrent_gla in place (torch)") and path.startswith("reference (differs")
+    assert name.startswith("fused_recurrent_gla in place, gla layers (torch)") and path.startswith("reference (differs")
 
 
 def test_kernels_reference_is_recorded_with_the_run(tmp_path, monkeypatch):
@@ -170,3 +163,15 @@ def test_kernels_reference_is_recorded_with_the_run(tmp_path, monkeypatch):
     assert main(["--model", "zoo:gla-tiny", "--suite", "sniah", "--tasks", "1", "--lengths", "1k", "--samples", "2",
                  "--device", "cpu", "--store", str(tmp_path / "r.db"), "--kernels", "reference"]) == 0
     assert set(unit_kernels(tmp_path / "r.db").values()) == {"reference (--kernels reference)"}
+
+
+@pytest.mark.parametrize("mode,path", [("auto", "own (agrees"), ("reference", "reference (--kernels reference)")])
+def test_env_checks_each_own_kernel_here_and_shows_its_path(mode, path, capsys):
+    from ccq_eval.cli import main
+
+    assert main(["env", "--device", "cpu", "--kernels", mode]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if " layers (torch) " in line]
+    assert len(lines) == 3, out  # GLA's, Gated DeltaNet's and DeltaNet's steps at the 1.3B heads
+    assert all(path in line for line in lines) and "H=4 K=256 HV=4 V=512 float32 cpu" in lines[0]
+    assert f"own kernels (--kernels {mode}" in out
