@@ -460,9 +460,9 @@ def _ccq_eval_sniah(check: Check, folder: Path, store: Path, length: int, sample
     if code != 0:
         raise RuntimeError(f"ccq-eval run exited {code}")
     results = Store(store, readonly=True)
-    (unit,) = results.units(status="complete")
+    (unit,) = results.reads.units(status="complete")
     seconds = (datetime.fromisoformat(unit.finished) - datetime.fromisoformat(unit.started)).total_seconds()
-    warm_up = sum(c["seconds"] for c in results.runs()[0].versions.get("compilation", []))  # none on the CPU
+    warm_up = sum(c["seconds"] for c in results.reads.runs()[0].versions.get("compilation", []))  # none on the CPU
     return wall, max(seconds, 1e-3), warm_up  # the store keeps milliseconds
 
 

@@ -63,7 +63,7 @@ def main() -> None:
         print(f"{'scale':<42} {'samples':>8} {'write s':>8} {'size MB':>8} {'first page s':>13}")
         for name, options in SCALES.items():
             store = build_store(Path(folder) / f"{len(name)}.db", frozen=True, **options)
-            samples = sum(len(store.samples(u.id)) for u in store.units(status="complete"))
+            samples = sum(len(store.reads.samples(u.id)) for u in store.reads.units(status="complete"))
             report = Path(folder) / "report.html"
             writes, pages = [], []
             for _ in range(args.repeats):

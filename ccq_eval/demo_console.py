@@ -78,7 +78,7 @@ def summary(store_path: Path, lengths: list[int], out_dir: Path) -> str:
 
     store = Store(store_path, readonly=True)
     cells: dict[str, dict[tuple[str, int], float]] = {}
-    for row in store.metrics(tasks=("sniah_1", "longppl_essays_heldout"), primary_only=True):
+    for row in store.reads.metrics(tasks=("sniah_1", "longppl_essays_heldout"), primary_only=True):
         cells.setdefault(row.label, {})[(row.task, row.context_length)] = row.value
     short, long = min(lengths), max(lengths)
 

@@ -245,7 +245,7 @@ def test_a_suite_registered_through_the_interface_runs_end_to_end(monkeypatch, t
     store = tmp_path / "s.db"
     request = RunRequest(model="oracle", suite="toy", store=str(store), label="toy")
     assert run_suite(request, oracle_loader(tmp_path), out=lambda *_: None) == 0
-    rows = Store(store, readonly=True).query("SELECT task, context_length, value FROM metrics ORDER BY task, context_length")
+    rows = Store(store, readonly=True).connection.query("SELECT task, context_length, value FROM metrics ORDER BY task, context_length")
     assert [tuple(r) for r in rows] == [("toy_a", 8, 8.0), ("toy_a", 16, 16.0), ("toy_b", 8, 8.0), ("toy_b", 16, 16.0)]
 
 

@@ -68,7 +68,7 @@ def open_for_reading(path: str):
     from ccq_eval.text import visible
 
     store = Store(path, readonly=True)
-    untrusted = store.untrusted_metrics()
+    untrusted = store.reads.untrusted_metrics()
     if untrusted:
         label, suite, task, length, metric, value = untrusted[0]
         print(f"ccq-eval: note: {len(untrusted)} stored value(s) are not finite numbers and are left out of every table "

@@ -42,7 +42,7 @@ def _lm_eval_results(args) -> int:
         if not units:
             print(f"{path}: nothing to add{skipped_text}{refused_text}")
             continue
-        run_id, added, skipped = target.add_finished_run(run, units)
+        run_id, added, skipped = target.writes.add_finished_run(run, units)
         print(f"{path}: " + (f"{added} units added as run {run_id} labelled {visible(repr(run['label']))}" if added else "nothing new")
               + (f"; {skipped} already here" if skipped else "") + skipped_text + refused_text)
     if refused_any:
@@ -61,7 +61,7 @@ def known_task(suite: str, task: str) -> bool:
 def held_elsewhere(target, run: dict, units: list[tuple]) -> tuple[list[tuple], list[str]]:
     """The units that do not give a label a second result for a cell it holds (the tables would show only the later
     one), and why the others are refused. The same result again (its unit key) is left to the store to skip."""
-    held = target.label_cells(run["label"])
+    held = target.reads.label_cells(run["label"])
     kept, refused = [], []
     for unit in units:
         cell = (unit[0]["suite"], unit[0]["task"], unit[0]["context_length"])
@@ -78,10 +78,10 @@ def _stores(args) -> int:
 
     sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
     for source in sources:
-        source.check_integrity()  # a damaged page fails here, before the target is created or touched
+        source.connection.check_integrity()  # a damaged page fails here, before the target is created or touched
     target = Store(args.store)
-    with target.transaction():  # one transaction: a source that fails mid-read merges nothing at all
-        reports = [(path, *target.ingest(source, known_task)) for path, source in zip(args.paths, sources)]
+    with target.connection.transaction():  # one transaction: a source that fails mid-read merges nothing at all
+        reports = [(path, *target.merging.ingest(source, known_task)) for path, source in zip(args.paths, sources)]
     refused_any = False
     for path, added_runs, added_units, already_complete, refused in reports:
         print(f"{path}: {added_runs} runs, {added_units} units added"

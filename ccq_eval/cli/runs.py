@@ -24,7 +24,7 @@ def _delete(args) -> int:
         raise BadInput("--delete '': pass the id of a run (see ccq-eval runs)")
     if not Path(args.store).exists():
         raise BadInput(f"--delete {args.delete!r}: no store {args.store!r} (pass the --store that holds the run)")
-    if not Store(args.store).delete_run(args.delete):
+    if not Store(args.store).writes.delete_run(args.delete):
         raise BadInput(f"--delete {args.delete!r}: no run with that id in {args.store} (see ccq-eval runs)")
     print(f"deleted run {args.delete}")
     return 0
@@ -36,7 +36,7 @@ def handle(args) -> int:
     if args.delete is not None:
         return _delete(args)
     print(f"{'id':<38}{'label':<24}{'started':<27}{'status':<12}units")
-    for run in Store(args.store, readonly=True).runs():
+    for run in Store(args.store, readonly=True).reads.runs():
         label = visible(run.label)  # a stored label's controls never reach the terminal raw
         print(f"{run.id:<38}{label[:23]:<24}{run.started:<27}{run.status:<12}{run.complete_units}/{run.units}")
     return 0

@@ -69,7 +69,7 @@ def asked_labels(known: list[str], given: list[str] | None) -> list[str] | None:
 
 
 def check_labels(store, args) -> list[str] | None:
-    known = store.labels()
+    known = store.reads.labels()
     asked = asked_labels(known, args.labels)
     named = [*(asked or []), *([args.baseline] if args.baseline else []), *(x for pair in args.compare for x in pair)]
     unknown = [label for label in named if label not in known]

@@ -193,8 +193,9 @@ class StaticRows:
         eagerly from the state before it."""
         self.capture = False  # one try per batch
         before = self._snapshot()
-        stream = torch.cuda.current_stream()
+        stream = None
         try:
+            stream = torch.cuda.current_stream()
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
@@ -213,7 +214,8 @@ class StaticRows:
         except Exception as exc:  # noqa: BLE001 - any failure to capture or replay means eager steps, said once
             # torch's graph exit raises in capture_end() before it leaves the capture's stream: the retry and all
             # after it run on the stream they ran on before
-            torch.cuda.set_stream(stream)
+            if stream is not None:
+                torch.cuda.set_stream(stream)
             cause = first_cause(exc)
             return self._fall_back(before, f"capture failed: {type(cause).__name__}: "
                                            f"{(str(cause).splitlines() or [''])[0][:200]}")

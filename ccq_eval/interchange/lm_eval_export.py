@@ -80,7 +80,7 @@ def export_run(store, run_id: str, out: Path, own_tasks: frozenset[str] = frozen
     """Write run ``run_id`` of ``store`` in lm-eval's layout under ``out/<model>/``; the written paths. ``own_tasks``:
     the suites whose tasks are lm-eval's own (``Suite.any_lm_eval_task``), exported under their names as lm-eval
     scores them, the others per length (``task@length``)."""
-    bundle = store.run_bundle(run_id)
+    bundle = store.reads.run_bundle(run_id)
     if bundle is None:
         raise BadInput(f"run {run_id!r}: no such run in {store.path} (see ccq-eval runs)")
     if not bundle.units:

@@ -88,12 +88,12 @@ class Results:
     @cached_property
     def run_rows(self) -> list:
         """Every run (store.rows.RunRow with its unit counts), oldest first."""
-        return self.store.runs()
+        return self.store.reads.runs()
 
     @cached_property
     def unit_rows(self) -> list:
         """Every unit (store.rows.UnitRow), complete or failed, in the order they were stored."""
-        return self.store.units()
+        return self.store.reads.units()
 
     @cached_property
     def runs(self) -> dict[str, LabelRun]:
@@ -118,7 +118,7 @@ class Results:
     @cached_property
     def _metric_rows(self) -> dict[str, list]:
         by_unit: dict[str, list] = {}
-        for row in self.store.metrics():  # every unit's rows in one read, in the order stored
+        for row in self.store.reads.metrics():  # every unit's rows in one read, in the order stored
             by_unit.setdefault(row.unit_id, []).append(row)
         return by_unit
 
@@ -128,7 +128,7 @@ class Results:
 
     def unit_samples(self, unit_id: str) -> list:
         """A unit's samples as stored (store.rows.SampleRow), by index."""
-        return self.store.samples(unit_id)
+        return self.store.reads.samples(unit_id)
 
     @cached_property
     def _unit_ids(self) -> set[str]:
@@ -138,7 +138,7 @@ class Results:
     def metrics(self) -> pd.DataFrame:
         """One row per metric of each cell's unit: label, model, suite, task, context_length, metric, value, stderr,
         n, higher_is_better, is_primary, unit_id, finished, settings (JSON text); finite values only."""
-        frame = self.store.metrics_frame()
+        frame = self.store.reads.metrics_frame()
         if frame.empty:
             return frame
         frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
@@ -152,7 +152,7 @@ class Results:
         settings and unit_id; ``score`` as a finite float (else NaN), ``fields`` as a dict."""
         key = (suite, tuple(columns))
         if key not in self._sample_frames:
-            frame = self.store.samples_frame(suite, columns)
+            frame = self.store.reads.samples_frame(suite, columns)
             if not frame.empty:
                 frame = frame[frame.unit_id.isin(self._unit_ids)].copy()
                 if "score" in frame:

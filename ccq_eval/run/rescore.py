@@ -127,7 +127,7 @@ class Rescorer:
             versions = {**(source.versions or {}), "rescored_by": self.rescored_by}
             record = {f: getattr(source, f) for f in ("label", "model_spec", "weights_sha256", "model_config",
                                                        "ccq_overrides", "dtype", "device", "batch_size", "seeds")}
-            self.new_runs[source_run_id] = self.store.begin_run({**record, "command_line": self.command_line,
+            self.new_runs[source_run_id] = self.store.writes.begin_run({**record, "command_line": self.command_line,
                                                                  "versions": versions, "git_sha": self.rescored_by["git_sha"]})
         return self.new_runs[source_run_id]
 
@@ -147,7 +147,7 @@ class Rescorer:
             done.left_out.append(f"{where}: its frozen records are not in the data cache ({cache_root()}); rerun "
                                  "that unit with `ccq-eval run --force` to score it")
             return
-        samples = self.store.samples(unit_row.id)
+        samples = self.store.reads.samples(unit_row.id)
         try:
             outcome = score_again(suite, unit_row, samples, records)
         except (KeyError, TypeError, ValueError) as exc:  # stored samples that do not match their records
@@ -165,7 +165,7 @@ class Rescorer:
                   "settings": settings}
         metrics = [metric_row(source.label, source.model_spec, m.name, m.value, stderr=m.stderr, n=m.n,
                               higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
-        self.store.write_unit(record, metrics, [dataclasses.asdict(s) for s in outcome.samples])
+        self.store.writes.write_unit(record, metrics, [dataclasses.asdict(s) for s in outcome.samples])
         before = next((m.value for m in self.results.unit_metrics(unit_row.id) if m.is_primary), None)
         primary = next(m for m in outcome.metrics if m.is_primary)
         done.written.append((cell.label, cell.task, cell.context_length, primary.name, before, primary.value))
@@ -188,5 +188,5 @@ def rescore(store, suites: dict[str, Suite], suite: str | None = None, tasks: st
         done.interrupted = exc
     status = "complete" if done.interrupted is None else "interrupted"
     for run_id in rescorer.new_runs.values():
-        store.finish_run(run_id, status)
+        store.writes.finish_run(run_id, status)
     return done

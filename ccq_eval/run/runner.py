@@ -229,8 +229,8 @@ class Runner:
         """Every planned unit this label does not hold yet: a key another label's run computed is reused (its
         result stored under this label too, nothing recomputed), the rest evaluated. --force recomputes them all."""
         force = self.request.force
-        held = self.store.complete_unit_keys(self.label) if self.store else set()
-        computed = self.store.complete_unit_keys() if self.store and not force else set()
+        held = self.store.reads.complete_unit_keys(self.label) if self.store else set()
+        computed = self.store.reads.complete_unit_keys() if self.store and not force else set()
         todo = [u for u in self.units if force or u.unit_key not in held]
         to_reuse = [u for u in todo if u.unit_key in computed]
         to_compute = [u for u in todo if u.unit_key not in computed]
@@ -247,7 +247,7 @@ class Runner:
             self.out(f"all {len(self.units)} units already complete under label {visible(repr(self.label))} in "
                      f"{self.request.store} (--force reruns them)")
             return 0
-        run_id = self.store.begin_run(self._run_record())
+        run_id = self.store.writes.begin_run(self._run_record())
         results: list = []
         try:
             with interrupts() as received:
@@ -259,7 +259,7 @@ class Runner:
             self._finish_if_possible(run_id, "failed")  # the run does not stay 'running'
             raise
         failed = [u for u, res in results if res["status"] == "failed"]
-        self.store.finish_run(run_id, "failed" if failed else "complete")
+        self.store.writes.finish_run(run_id, "failed" if failed else "complete")
         self._summary(results, skipped=len(self.units) - len(todo), run_id=run_id)
         return 1 if failed else 0
 
@@ -295,9 +295,9 @@ class Runner:
         return 0
 
     def _interrupted(self, run_id: str, exc: KeyboardInterrupt) -> int:
-        self.store.finish_run(run_id, "interrupted")
+        self.store.writes.finish_run(run_id, "interrupted")
         # read back from the store: an interrupt can land after a unit's commit and before it is counted here
-        stored = self.store.units_of_run(run_id)
+        stored = self.store.reads.units_of_run(run_id)
         finished = ", ".join(f"{task}@{length}" + ("" if status == "complete" else f" ({status})")
                              for task, length, status in stored) or "none"
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
@@ -311,10 +311,10 @@ class Runner:
 
     def _reuse(self, run_id: str, unit: Unit, started: str) -> dict:
         """This label's unit holding the result another run computed for the key."""
-        written = self.store.reuse_unit({**self._unit_record(run_id, unit, started), "status": "complete"})
-        score = self.store.primary_value(written.reused_from) if written.reused_from else None
+        written = self.store.writes.reuse_unit({**self._unit_record(run_id, unit, started), "status": "complete"})
+        score = self.store.reads.primary_value(written.reused_from) if written.reused_from else None
         return {"status": "complete", "unit_id": written.unit_id, "score": score,
-                "note": f"reused: computed by run {self.store.run_of_unit(written.reused_from)}"}
+                "note": f"reused: computed by run {self.store.reads.run_of_unit(written.reused_from)}"}
 
     def _still_to_run(self, run_id: str, units: list[Unit], results: list) -> list[Unit]:
         """Units that no other process computed while this run worked on earlier ones (a store shared by runs
@@ -322,7 +322,7 @@ class Runner:
         other ranks evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
         if self.request.force or self.evaluand.lm.world_size > 1:
             return units
-        done = self.store.complete_unit_keys()
+        done = self.store.reads.complete_unit_keys()
         for unit in units:
             if unit.unit_key in done:
                 self.out(f"{unit.task}@{unit.context_length}: computed meanwhile by another run in "
@@ -349,7 +349,7 @@ class Runner:
 
     def _finish_if_possible(self, run_id: str, status: str) -> None:
         try:
-            self.store.finish_run(run_id, status)
+            self.store.writes.finish_run(run_id, status)
         except StoreWriteError:  # the store itself is what failed (disk full): nothing more to do
             pass
 
@@ -361,18 +361,18 @@ class Runner:
         record = {**self._unit_record(run_id, unit, started), "status": outcome.status, "reason": outcome.reason,
                   "dataset_fingerprint": outcome.fingerprint, "settings": {**unit.settings, **outcome.settings}}
         if outcome.status != "complete":
-            self.store.write_unit(record, [], [])
+            self.store.writes.write_unit(record, [], [])
             return {"status": "failed", "reason": outcome.reason}
         if outcome.raw is not None:
             save_raw(self.request.store, run_id, unit.task, unit.context_length, outcome.raw)
         metrics = [metric_row(self.label, self.request.model, m.name, m.value, stderr=m.stderr, n=m.n,
                               higher_is_better=m.higher_is_better, is_primary=m.is_primary) for m in outcome.metrics]
         samples = [dataclasses.asdict(s) for s in outcome.samples]
-        written = self.store.write_unit(record, metrics, samples, replace=self.request.force)
+        written = self.store.writes.write_unit(record, metrics, samples, replace=self.request.force)
         primary = next(m for m in outcome.metrics if m.is_primary)
         if written.reused_from is not None:  # another process computed this key first: the store keeps that result
             kept = "its result is reused under this label" if written.unit_id else "this label holds it already"
-            return {"status": "complete", "unit_id": written.unit_id, "score": self.store.primary_value(
+            return {"status": "complete", "unit_id": written.unit_id, "score": self.store.reads.primary_value(
                 written.reused_from), "note": f"another run computed this unit first; {kept}"}
         notes = [fewer_than_asked(primary.n, unit.settings.get("samples")),
                  *(outcome.settings.get(k) for k in WARNINGS)]  # weak but valid output: said, and stored

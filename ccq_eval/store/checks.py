@@ -36,7 +36,7 @@ def untrusted_unit(source, unit: dict) -> str | None:
     that are not a JSON object, a metric whose value is text or infinite, a count that is not an integer."""
     if first_non_json_object(unit, ("settings",)) is not None:
         return "has settings that are not a JSON object"
-    bad = source.query(
+    bad = source.connection.query(
         "SELECT metric, typeof(value) AS kind FROM metrics WHERE unit_id = ? AND (typeof(value) NOT IN ('real', "
         "'integer') OR value IN (9e999, -9e999) OR (stderr IS NOT NULL AND (typeof(stderr) NOT IN ('real', "
         "'integer') OR stderr IN (9e999, -9e999))) OR (n IS NOT NULL AND typeof(n) != 'integer'))", (unit["id"],))

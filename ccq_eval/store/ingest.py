@@ -24,14 +24,14 @@ class Ingest(Part):
         added_runs = added_units = already_complete = 0
         refused = []
         with self.transaction():
-            for run in map(dict, other.query("SELECT * FROM runs")):
+            for run in map(dict, other.connection.query("SELECT * FROM runs")):
                 if (why := untrusted_run(run)) is not None:
                     refused.append(f"run {run['id']} {why}")
                     continue
                 if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
                     self.writes.insert("runs", run)
                     added_runs += 1
-                for unit in map(dict, other.query("SELECT * FROM units WHERE run_id = ? ORDER BY rowid", (run["id"],))):
+                for unit in map(dict, other.connection.query("SELECT * FROM units WHERE run_id = ? ORDER BY rowid", (run["id"],))):
                     unknown = known_task is not None and not known_task(unit["suite"], unit["task"])
                     outcome = (f"is of task {unit['task']!r}, which suite {unit['suite']!r} of this ccq-eval does not "
                                "know (a newer version's?); upgrade ccq-eval to merge it") if unknown else \
@@ -58,6 +58,6 @@ class Ingest(Part):
             return "added" if kept.unit_id else "complete elsewhere"
         self.writes.insert("units", unit)
         for table in ("metrics", "samples"):
-            for row in other.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (unit["id"],)):
+            for row in other.connection.query(f"SELECT * FROM {table} WHERE unit_id = ? ORDER BY rowid", (unit["id"],)):
                 self.writes.insert(table, dict(row))
         return "added"

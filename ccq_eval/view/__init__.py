@@ -21,11 +21,11 @@ def narrowed_to(store, labels: list[str] | None):
 
     with tempfile.TemporaryDirectory(prefix="ccq-eval-view-") as folder:
         copy = Path(folder) / "labels.db"
-        store.copy_to(copy)
+        store.connection.copy_to(copy)
         narrowed = Store(copy)
-        for run in narrowed.runs():
+        for run in narrowed.reads.runs():
             if run.label not in labels:
-                narrowed.delete_run(run.id)
+                narrowed.writes.delete_run(run.id)
         try:
             yield narrowed
         finally:

@@ -89,7 +89,7 @@ def report_content(results, baseline: str | None = None, compare: list[tuple[str
     units = [unit_entry(latest, results, prompts, whole_prompts) for latest in latest_units(results)]
     names = sorted(set(labels.values()))
     pairs = compared_pairs(names, compare)
-    return plain({"schema": results.store.version, "runs": [run_entry(r) for r in runs],
+    return plain({"schema": results.store.connection.version, "runs": [run_entry(r) for r in runs],
                   "failed": failed_units(results, labels),
                   "tables": table_entries(results, baseline), "units": units, "views": suite_views(),
                   "compare": compare_entries(results, units, pairs),

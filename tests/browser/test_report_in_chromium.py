@@ -81,9 +81,9 @@ def test_a_table_cell_equals_the_csv(page):
 
 
 def _samples_in_store(store, label, task, length):
-    run = next(r for r in store.runs() if r.label == label)
-    unit = next(u for u in store.units(run.id, "complete") if (u.task, u.context_length) == (task, length))
-    return store.samples(unit.id)
+    run = next(r for r in store.reads.runs() if r.label == label)
+    unit = next(u for u in store.reads.units(run.id, "complete") if (u.task, u.context_length) == (task, length))
+    return store.reads.samples(unit.id)
 
 
 def test_filters_show_the_count_the_store_gives(page):

@@ -18,7 +18,7 @@ def test_runs_lists_each_run_with_its_unit_counts(tokenizer_dir, tmp_path, capsy
     capsys.readouterr()
     assert main(["runs", "--store", str(store)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    ids = [r.id for r in Store(store, readonly=True).runs()]
+    ids = [r.id for r in Store(store, readonly=True).reads.runs()]
     assert lines[0].split() == ["id", "label", "started", "status", "units"]
     assert [line.split()[0] for line in lines[1:]] == ids
     assert [line.split()[1] for line in lines[1:]] == ["first", "second"]

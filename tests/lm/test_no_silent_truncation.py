@@ -67,11 +67,11 @@ def test_a_ccq_eval_run_past_the_configs_positions_is_the_uncut_result(models, t
         assert main(["--model", str(model), "--suite", suite, "--tasks", task, "--lengths", lengths, "--samples",
                      samples, "--data-dir", str(DATA), "--store", str(store), "--device", "cpu"]) == 0
         read = Store(store, readonly=True)
-        (unit,) = read.units()
+        (unit,) = read.reads.units()
         assert unit.status == "complete"
-        values.append(sorted((m.metric, m.value) for m in read.metrics(unit.id)))
+        values.append(sorted((m.metric, m.value) for m in read.reads.metrics(unit.id)))
         if suite == "sniah":  # the prompt was longer than the config's positions, and scored whole
-            assert min(s.fields["prompt_tokens"] for s in read.samples(unit.id)) > SHORT_CONTEXT
+            assert min(s.fields["prompt_tokens"] for s in read.reads.samples(unit.id)) > SHORT_CONTEXT
     assert values[0] == values[1]
 
 

@@ -96,8 +96,8 @@ def test_the_snapshot_reads_each_part_of_the_store_once(report_store, monkeypatc
     store = Store(report_store, readonly=True)
     calls = []
     for read in ("metrics_frame", "metrics", "runs", "units", "samples_frame"):
-        original = getattr(store, read)
-        monkeypatch.setattr(store, read, lambda *a, _o=original, _n=read, **k: calls.append((_n, a)) or _o(*a, **k))
+        original = getattr(store.reads, read)
+        monkeypatch.setattr(store.reads, read, lambda *a, _o=original, _n=read, **k: calls.append((_n, a)) or _o(*a, **k))
     results = Results(store)
     shown = [name for name in catalogue.table_names() if catalogue.table_grid(results, name, ci=True, baseline="gla",
                                                                                        strict=False)]

@@ -89,7 +89,7 @@ def test_pairs_come_from_the_labels_conventions():
 
 
 def _run(store, label):
-    return store.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
+    return store.writes.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
                             "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
                             "seeds": {}, "command_line": "", "versions": {}})
 
@@ -98,7 +98,7 @@ def _sniah(store, run, label, scores):
     metrics = [{"label": label, "model": label, "metric": "score", "value": float(np.mean(scores)), "n": len(scores),
                 "higher_is_better": True, "is_primary": True}]
     samples = [{"idx": i, "prompt_sha256": f"prompt{i}", "score": s, "fields": {"depth": 0}} for i, s in enumerate(scores)]
-    store.write_unit({"run_id": run, "suite": "sniah", "task": "sniah_1", "context_length": 1024,
+    store.writes.write_unit({"run_id": run, "suite": "sniah", "task": "sniah_1", "context_length": 1024,
                       "unit_key": f"{label}-sniah", "status": "complete", "started": "2026-01-01T00:00:00",
                       "finished": "2026-01-01T00:00:00", "settings": {"haystack": None}}, metrics, samples)
 
@@ -108,7 +108,7 @@ def _longppl(store, run, label, nll_per_token):
                 "n": len(nll_per_token), "higher_is_better": False, "is_primary": True}]
     samples = [{"idx": i, "prompt_sha256": f"seq{i}", "score": float(np.exp(v)),
                 "fields": {"nll_sum": v * 1024, "tokens": 1024}} for i, v in enumerate(nll_per_token)]
-    store.write_unit({"run_id": run, "suite": "longppl", "task": "longppl_essays", "context_length": 1024,
+    store.writes.write_unit({"run_id": run, "suite": "longppl", "task": "longppl_essays", "context_length": 1024,
                       "unit_key": f"{label}-ppl", "status": "complete", "started": "2026-01-01T00:00:00",
                       "finished": "2026-01-01T00:00:00", "settings": {}}, metrics, samples)
 

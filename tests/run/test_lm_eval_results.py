@@ -208,15 +208,15 @@ def test_per_length_plugin_results_ingest_into_their_suites_units_and_tables(plu
     store = tmp_path / "s.db"
     assert main(["ingest", str(plugin_output), "--store", str(store), "--label", "lm-eval gla"]) == 0
     assert "8 units added" in capsys.readouterr().out
-    units = {(u.suite, u.task, u.context_length): u for u in Store(store, readonly=True).units()}
+    units = {(u.suite, u.task, u.context_length): u for u in Store(store, readonly=True).reads.units()}
     assert set(units) == {(s, t, L) for s, t in (("sniah", "sniah_1"), ("multi_niah", "niah_multikey_2"),
                                                   ("longppl", "longppl_essays"), ("longbench", "longbench_qasper"))
                           for L in (1024, 2048)}
     read = Store(store, readonly=True)
     for (suite, task, length), unit in units.items():
-        (metric,) = read.metrics(unit.id)
+        (metric,) = read.reads.metrics(unit.id)
         assert metric.value == data[task][f"{length},none"] and metric.is_primary and metric.label == "lm-eval gla"
-        assert len(read.samples(unit.id)) == 2  # the logged samples of that length
+        assert len(read.reads.samples(unit.id)) == 2  # the logged samples of that length
     assert main(["tables", "--table", "sniah", "--store", str(store), "--out", str(tmp_path / "t"),
                  "--format", "csv"]) == 0
     row = (tmp_path / "t" / "sniah.csv").read_text().splitlines()[1].split(",")
@@ -243,7 +243,7 @@ def test_lm_evals_own_ruler_task_of_the_same_name_is_left_out(plugin_output, tmp
     theirs.write_text(json.dumps(data))
     assert main(["ingest", str(theirs), "--store", str(tmp_path / "s.db"), "--label", "x"]) == 0
     assert "lm-eval's own RULER task" in capsys.readouterr().out
-    assert "multi_niah" not in {u.suite for u in Store(tmp_path / "s.db", readonly=True).units()}
+    assert "multi_niah" not in {u.suite for u in Store(tmp_path / "s.db", readonly=True).reads.units()}
 
 
 def edited_copy(results: Path, into: Path, edit=None, edit_samples=None) -> Path:
@@ -393,13 +393,13 @@ def test_recall_and_ruler_qa_plugin_results_ingest_into_their_units_and_tables(r
         assert main(["ingest", str(path), "--store", str(store), "--label", "lm-eval gla"]) == 0
         assert "1 units added" in capsys.readouterr().out
     read = Store(store, readonly=True)
-    units = {(u.suite, u.task, u.context_length): u for u in read.units()}
+    units = {(u.suite, u.task, u.context_length): u for u in read.reads.units()}
     assert set(units) == {("recall", "recall_nq", 2048), ("ruler", "ruler_qa_squad", 4096)}
     for (suite, task, length), unit in units.items():
-        (metric,) = read.metrics(unit.id)
+        (metric,) = read.reads.metrics(unit.id)
         assert metric.metric == {"recall": "contains", "ruler": "score"}[suite] and metric.is_primary
         assert metric.value == data[task][f"{length},none"] != -1
-        samples = read.samples(unit.id)
+        samples = read.reads.samples(unit.id)
         assert len(samples) == 2 and all(s.prompt_sha256 and s.target for s in samples)
         assert [s.score for s in samples] == ([100.0, 0.0] if task == "recall_nq" else [0.0, 0.0])
     for table, column, task in (("recall", "NQ", "recall_nq"), ("ruler", "QA-1 4K", "ruler_qa_squad")):

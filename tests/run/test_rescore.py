@@ -53,7 +53,7 @@ def copy(store, tmp_path, monkeypatch):
     path, cache = store
     monkeypatch.setenv("CCQ_EVAL_CACHE", str(cache))
     source = Store(path, readonly=True)
-    source.copy_to(tmp_path / "s.db")  # the write-ahead log included
+    source.connection.copy_to(tmp_path / "s.db")  # the write-ahead log included
     source.close()
     return tmp_path / "s.db"
 
@@ -72,7 +72,7 @@ def test_unchanged_scorers_reproduce_every_metric_and_sample_exactly(copy, capsy
         assert new["metrics"] == old["metrics"] and new["samples"] == old["samples"]
         assert new["settings"]["rescored_from"] == old["id"]
         assert {k: v for k, v in new["settings"].items() if k != "rescored_from"} == old["settings"]
-    runs = Store(copy, readonly=True).runs()
+    runs = Store(copy, readonly=True).reads.runs()
     assert [r.label for r in runs] == ["gla-tiny", "half", "gla-tiny", "half"]
     assert runs[2].command_line == f"ccq-eval rescore --store {copy}" and runs[2].weights_sha256 == runs[0].weights_sha256
 
@@ -183,7 +183,7 @@ def test_an_interrupted_rescore_keeps_what_it_wrote_says_so_and_a_rerun_goes_on(
     assert "nothing was written" not in err
     rows = unit_rows(copy)
     assert len(rows) == 6 and sum("rescored_from" in r["settings"] for r in rows) == 2
-    statuses = [r.status for r in Store(copy, readonly=True).runs()]
+    statuses = [r.status for r in Store(copy, readonly=True).reads.runs()]
     assert statuses[2:] == ["interrupted"] and "running" not in statuses  # one source run so far: one rescore run
 
     monkeypatch.setattr(rescore.Rescorer, "rescore_unit", original)

@@ -173,9 +173,10 @@ def test_labels_matplotlib_or_markdown_would_misread_render_everywhere(tmp_path,
 
 
 def test_a_full_disk_mid_run_leaves_the_run_failed_not_running(tmp_path, monkeypatch):
-    from ccq_eval.store import Store, StoreWriteError
+    from ccq_eval.store import StoreWriteError
+    from ccq_eval.store.writes import Writes
 
-    real_write, calls = Store.write_unit, []
+    real_write, calls = Writes.write_unit, []
 
     def filling_write(self, unit, metrics, samples, **kwargs):
         calls.append(unit["task"])
@@ -183,7 +184,7 @@ def test_a_full_disk_mid_run_leaves_the_run_failed_not_running(tmp_path, monkeyp
             self.db.execute(f"PRAGMA max_page_count = {self.db.execute('PRAGMA page_count').fetchone()[0]}")
         return real_write(self, unit, metrics, samples, **kwargs)
 
-    monkeypatch.setattr(Store, "write_unit", filling_write)
+    monkeypatch.setattr(Writes, "write_unit", filling_write)
     store = tmp_path / "s.db"
     with pytest.raises(StoreWriteError):
         run_suite(RunRequest(model="oracle", suite="sniah", lengths="1k,2k", samples=40, store=str(store), label="o"),
@@ -192,15 +193,15 @@ def test_a_full_disk_mid_run_leaves_the_run_failed_not_running(tmp_path, monkeyp
 
 
 def test_a_run_deleted_while_it_runs_stops_with_one_line(tmp_path, capsys, monkeypatch):
-    from ccq_eval.store import Store
+    from ccq_eval.store.writes import Writes
 
-    real_write = Store.write_unit
+    real_write = Writes.write_unit
 
     def delete_first(self, unit, metrics, samples, **kwargs):
         self.delete_run(unit["run_id"])  # another shell's `ccq-eval runs --delete`
         return real_write(self, unit, metrics, samples, **kwargs)
 
-    monkeypatch.setattr(Store, "write_unit", delete_first)
+    monkeypatch.setattr(Writes, "write_unit", delete_first)
     store = tmp_path / "s.db"
     import ccq_eval.run as run
 

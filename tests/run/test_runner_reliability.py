@@ -14,7 +14,8 @@ import torch
 
 from ccq_eval.cli import main
 from ccq_eval.run import run_suite
-from ccq_eval.store import Store, StoreWriteError
+from ccq_eval.store import StoreWriteError
+from ccq_eval.store.writes import Writes
 from tests.helpers import cli_command, oracle_request as request, save_checkpoint, tiny_model, unit_rows, wait_for_units
 from tests.oracle import oracle_loader
 
@@ -23,9 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_disk_full_mid_run_keeps_whole_units_and_says_so(tokenizer_dir, tmp_path, monkeypatch):
     store = tmp_path / "s.db"
-    original = Store.write_unit.__wrapped__ if hasattr(Store.write_unit, "__wrapped__") else None
     calls = []
-    real_write = Store.write_unit
+    real_write = Writes.write_unit
 
     def filling_write(self, unit, metrics, samples, **kwargs):
         calls.append(unit["task"])
@@ -34,13 +34,12 @@ def test_disk_full_mid_run_keeps_whole_units_and_says_so(tokenizer_dir, tmp_path
             self.db.execute(f"PRAGMA max_page_count = {pages}")
         return real_write(self, unit, metrics, samples, **kwargs)
 
-    monkeypatch.setattr(Store, "write_unit", filling_write)
+    monkeypatch.setattr(Writes, "write_unit", filling_write)
     with pytest.raises(StoreWriteError, match="cannot write .*full.*rerun to resume"):
         run_suite(request(store, samples=40), oracle_loader(tokenizer_dir), out=lambda *_: None)
     rows = unit_rows(store)
     assert len(rows) == 1 and rows[0][1:] == ("complete", 40)  # the first unit whole, nothing of the second
-    assert original is None
-    monkeypatch.setattr(Store, "write_unit", real_write)
+    monkeypatch.setattr(Writes, "write_unit", real_write)
     assert run_suite(request(store, samples=40), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
     assert len(unit_rows(store)) == 3  # the rerun resumed: the first unit was skipped
 
@@ -156,7 +155,7 @@ def test_an_interrupt_just_after_a_unit_is_stored_counts_that_unit(tokenizer_dir
     """Ctrl-C landing after a unit's commit and before the runner counted it: the message names every unit the
     store holds for the run (it listed one fewer)."""
     store = tmp_path / "s.db"
-    real_write = Store.write_unit
+    real_write = Writes.write_unit
     lines = []
 
     def write_then_interrupt(self, unit, metrics, samples, **kwargs):
@@ -165,7 +164,7 @@ def test_an_interrupt_just_after_a_unit_is_stored_counts_that_unit(tokenizer_dir
             raise KeyboardInterrupt
         return unit_id
 
-    monkeypatch.setattr(Store, "write_unit", write_then_interrupt)
+    monkeypatch.setattr(Writes, "write_unit", write_then_interrupt)
     assert run_suite(request(store, lengths="1k,2k,4k", tasks="1"), oracle_loader(tokenizer_dir), out=lines.append) == 130
     stored = sqlite3.connect(store).execute("SELECT task, context_length FROM units ORDER BY rowid").fetchall()
     assert stored == [("sniah_1", 1024), ("sniah_1", 2048)]

@@ -86,8 +86,8 @@ def test_a_needle_moved_off_its_depth_is_stored_where_it_went_and_said(tokenizer
     request = oracle_request(tmp_path / "s.db", tasks="2", samples=6, options={"haystack": str(haystack)})
     assert run_suite(request, oracle_loader(tokenizer_dir), out=lines.append) == 0
     store = Store(tmp_path / "s.db", readonly=True)
-    (unit,) = store.units()
-    fields = [s.fields for s in store.samples(unit.id)]
+    (unit,) = store.reads.units()
+    fields = [s.fields for s in store.reads.samples(unit.id)]
     assert {f["depth_used"] for f in fields} <= {0.0, 100.0}  # where it went: the start or the end
     moved = [f for f in fields if abs(f["depth_used"] - f["depth"]) > 25]
     assert moved and f"{len(moved)} of 6 needles sit more than 25 points" in unit.settings["depth_warning"]
@@ -120,7 +120,7 @@ def test_a_length_past_a_rotary_models_trained_positions_is_recorded_and_said(tm
     request = RunRequest(model=str(model), suite="longppl", tasks="pg19", lengths="64,256", samples=1,
                          store=str(tmp_path / "s.db"), data_dir=str(data), device="cpu")
     assert run_suite(request, out=lines.append) == 0
-    settings = {u.context_length: u.settings for u in Store(tmp_path / "s.db", readonly=True).units()}
+    settings = {u.context_length: u.settings for u in Store(tmp_path / "s.db", readonly=True).reads.units()}
     assert "positions_warning" not in settings[64]
     assert settings[256]["positions_warning"].startswith("256 tokens pass the model's 64 trained positions")
     assert any("64 trained positions" in line for line in lines)

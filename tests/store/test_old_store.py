@@ -91,21 +91,21 @@ def test_the_old_store_is_read_as_it_is_and_migrated_when_opened_to_write(tmp_pa
     shutil.copy(FIXTURE / "store.db", store)
     before = counts(store)
     old = Store(store, readonly=True)
-    assert old.version == 1 and len(old.units()) == 9 and {u.reused_from for u in old.units()} == {None}
-    assert {u.seq for u in old.units()} == {None}  # read as it is
+    assert old.connection.version == 1 and len(old.reads.units()) == 9 and {u.reused_from for u in old.reads.units()} == {None}
+    assert {u.seq for u in old.reads.units()} == {None}  # read as it is
     from ccq_eval.report.results import Results
 
     cells_before = {cell: unit.id for cell, unit in Results(old).cells.items()}
     old.close()
     migrated = Store(store)
-    assert migrated.version == SCHEMA_VERSION == 3 and counts(store) == before
+    assert migrated.connection.version == SCHEMA_VERSION == 3 and counts(store) == before
     columns = [r[1] for r in sqlite3.connect(store).execute("PRAGMA table_info(units)")]
     assert columns[-2:] == ["reused_from", "seq"]
     indexes = {r[1] for r in sqlite3.connect(store).execute("PRAGMA index_list(units)")}
     assert "units_one_computed_per_key" in indexes and "units_one_complete_per_key" not in indexes
-    units = migrated.units()
+    units = migrated.reads.units()
     assert sorted(u.seq for u in units) == list(range(1, 10))  # numbered in the order the newest was taken before
     assert [u.id for u in sorted(units, key=lambda u: u.seq)] == [u.id for u in sorted(units, key=lambda u: (
         u.finished, u.id))]
     assert {cell: unit.id for cell, unit in Results(migrated).cells.items()} == cells_before  # the same cells shown
-    assert Store(store).version == 3  # opening again changes nothing
+    assert Store(store).connection.version == 3  # opening again changes nothing

@@ -108,19 +108,19 @@ def test_a_second_result_for_a_unit_key_is_not_stored_and_force_replaces_the_fir
     store_path = tmp_path / "s.db"
     assert run_suite(request(store_path, tasks="1"), oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
     store = Store(store_path)
-    (unit,) = [dict(r) for r in store.query("SELECT * FROM units")]
-    (first_score,) = [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")]
+    (unit,) = [dict(r) for r in store.connection.query("SELECT * FROM units")]
+    (first_score,) = [r[0] for r in store.connection.query("SELECT value FROM metrics WHERE metric = 'score'")]
     metric = {"label": "x", "model": "m", "metric": "score", "value": 0.0, "is_primary": True}
     second = {**unit, "id": None, "settings": {}}
     # another writer of the same label got there first: nothing written, the label holds that result
-    assert store.write_unit(second, [metric], []) == (None, unit["id"])
-    assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [first_score]
-    replaced = store.write_unit(second, [metric], [], replace=True).unit_id
-    assert [tuple(r) for r in store.query("SELECT id, status FROM units")] == [(replaced, "complete")]
-    assert [r[0] for r in store.query("SELECT value FROM metrics WHERE metric = 'score'")] == [0.0]
-    assert store.query("SELECT COUNT(*) FROM samples WHERE unit_id = ?", (unit["id"],))[0][0] == 0  # cascaded
+    assert store.writes.write_unit(second, [metric], []) == (None, unit["id"])
+    assert [r[0] for r in store.connection.query("SELECT value FROM metrics WHERE metric = 'score'")] == [first_score]
+    replaced = store.writes.write_unit(second, [metric], [], replace=True).unit_id
+    assert [tuple(r) for r in store.connection.query("SELECT id, status FROM units")] == [(replaced, "complete")]
+    assert [r[0] for r in store.connection.query("SELECT value FROM metrics WHERE metric = 'score'")] == [0.0]
+    assert store.connection.query("SELECT COUNT(*) FROM samples WHERE unit_id = ?", (unit["id"],))[0][0] == 0  # cascaded
     with pytest.raises(sqlite3.IntegrityError):  # the index says so too, whatever the code path
-        store.db.execute("INSERT INTO units SELECT 'other', run_id, suite, task, context_length, unit_key, status, "
+        store.connection.db.execute("INSERT INTO units SELECT 'other', run_id, suite, task, context_length, unit_key, status, "
                          "reason, started, finished, dataset_fingerprint, settings, NULL, NULL FROM units")
 
 
@@ -130,23 +130,23 @@ def test_another_label_reuses_a_result_and_force_gives_it_the_new_one(tokenizer_
     store_path = tmp_path / "s.db"
     lines = []
     assert run_suite(request(store_path, tasks="1", label="A"), oracle_loader(tokenizer_dir), out=lines.append) == 0
-    computed = Store(store_path, readonly=True).units()[0]
+    computed = Store(store_path, readonly=True).reads.units()[0]
     lines.clear()
     assert run_suite(request(store_path, tasks="1", label="B"), oracle_loader(tokenizer_dir), out=lines.append) == 0
     assert any(f"reused: computed by run {computed.run_id}" in line for line in lines), lines
     store = Store(store_path)
-    b_unit = [u for u in store.units() if u.id != computed.id][0]
+    b_unit = [u for u in store.reads.units() if u.id != computed.id][0]
     assert b_unit.reused_from == computed.id and b_unit.unit_key == computed.unit_key
-    b_metrics = {m.metric: (m.value, m.label) for m in store.metrics(b_unit.id)}
-    assert {k: v for k, (v, _) in b_metrics.items()} == {m.metric: m.value for m in store.metrics(computed.id)}
+    b_metrics = {m.metric: (m.value, m.label) for m in store.reads.metrics(b_unit.id)}
+    assert {k: v for k, (v, _) in b_metrics.items()} == {m.metric: m.value for m in store.reads.metrics(computed.id)}
     assert {label for _, label in b_metrics.values()} == {"B"}
-    assert [s.prediction for s in store.samples(b_unit.id)] == [s.prediction for s in store.samples(computed.id)]
+    assert [s.prediction for s in store.reads.samples(b_unit.id)] == [s.prediction for s in store.reads.samples(computed.id)]
     new = {"label": "A", "model": "m", "metric": "score", "value": 50.0, "is_primary": True}
     record = {k: getattr(computed, k) for k in ("run_id", "suite", "task", "context_length", "unit_key", "started")}
-    replaced = store.write_unit({**record, "status": "complete", "settings": {}}, [new], [], replace=True).unit_id
-    assert store.units(status="complete")[0].id == b_unit.id  # B's unit stays, and now holds the new result
-    assert [(m.label, m.value) for m in store.metrics(b_unit.id)] == [("B", 50.0)]
-    assert [u.reused_from for u in store.units() if u.id == b_unit.id] == [replaced]
+    replaced = store.writes.write_unit({**record, "status": "complete", "settings": {}}, [new], [], replace=True).unit_id
+    assert store.reads.units(status="complete")[0].id == b_unit.id  # B's unit stays, and now holds the new result
+    assert [(m.label, m.value) for m in store.reads.metrics(b_unit.id)] == [("B", 50.0)]
+    assert [u.reused_from for u in store.reads.units() if u.id == b_unit.id] == [replaced]
 
 
 def test_ingest_keeps_one_result_per_unit_key(tokenizer_dir, tmp_path, capsys):

@@ -32,32 +32,32 @@ def raw(path, sql, params=()):
 
 
 def test_runs_are_typed_rows_oldest_first_with_their_unit_counts(store_path):
-    runs = Store(store_path, readonly=True).runs()
+    runs = Store(store_path, readonly=True).reads.runs()
     assert [type(r) for r in runs] == [RunRow, RunRow] and [r.label for r in runs] == ["first", "second"]
     assert [(r.units, r.complete_units) for r in runs] == [(1, 1), (2, 2)]
     stored = raw(store_path, "SELECT * FROM runs ORDER BY started, rowid")
     assert [r.id for r in runs] == [s["id"] for s in stored]
     assert runs[1].seeds == {"seed": 1} and runs[0].model_config["model_type"] == "oracle"  # JSON parsed
-    assert Store(store_path, readonly=True).run(runs[1].id) == runs[1]
-    assert Store(store_path, readonly=True).run("no-such-run") is None
+    assert Store(store_path, readonly=True).reads.run(runs[1].id) == runs[1]
+    assert Store(store_path, readonly=True).reads.run("no-such-run") is None
 
 
 def test_units_metrics_and_samples_narrow_as_asked(store_path):
     store = Store(store_path, readonly=True)
-    second = store.runs()[1]
-    units = store.units(second.id)
+    second = store.reads.runs()[1]
+    units = store.reads.units(second.id)
     assert [type(u) for u in units] == [UnitRow, UnitRow] and [u.task for u in units] == ["sniah_1", "sniah_2"]
     assert [u.id for u in units] == [r["id"] for r in raw(store_path, "SELECT id FROM units WHERE run_id = ? "
                                                                       "ORDER BY rowid", (second.id,))]
-    assert store.units(status="failed") == [] and len(store.units(status="complete")) == 3
+    assert store.reads.units(status="failed") == [] and len(store.reads.units(status="complete")) == 3
     assert units[0].settings["samples"] == 3
-    metrics = store.metrics(units[0].id)
+    metrics = store.reads.metrics(units[0].id)
     assert all(type(m) is MetricRow for m in metrics)
     assert {m.metric for m in metrics} == {r["metric"] for r in raw(store_path, "SELECT metric FROM metrics WHERE "
                                                                                 "unit_id = ?", (units[0].id,))}
-    primary = store.metrics(tasks=("sniah_2",), primary_only=True)
+    primary = store.reads.metrics(tasks=("sniah_2",), primary_only=True)
     assert [(m.label, m.task, m.metric, m.is_primary) for m in primary] == [("second", "sniah_2", "score", True)]
-    samples = store.samples(units[1].id)
+    samples = store.reads.samples(units[1].id)
     assert [type(s) for s in samples] == [SampleRow] * 3 and [s.idx for s in samples] == [0, 1, 2]
     stored = raw(store_path, "SELECT fields FROM samples WHERE unit_id = ? AND idx = 0", (units[1].id,))[0]["fields"]
     assert samples[0].fields == json.loads(stored) and "depth" in samples[0].fields  # JSON parsed
@@ -65,37 +65,37 @@ def test_units_metrics_and_samples_narrow_as_asked(store_path):
 
 def test_a_run_bundle_holds_every_complete_unit_with_its_metrics_and_samples(store_path):
     store = Store(store_path, readonly=True)
-    second = store.runs()[1]
-    bundle = store.run_bundle(second.id)
+    second = store.reads.runs()[1]
+    bundle = store.reads.run_bundle(second.id)
     assert bundle.run == second and [u.unit.task for u in bundle.units] == ["sniah_1", "sniah_2"]
     for part in bundle.units:
-        assert part.metrics == store.metrics(part.unit.id) and len(part.samples) == 3
-    assert store.run_bundle("no-such-run") is None
+        assert part.metrics == store.reads.metrics(part.unit.id) and len(part.samples) == 3
+    assert store.reads.run_bundle("no-such-run") is None
 
 
 def test_labels_and_keys(store_path):
     store = Store(store_path, readonly=True)
-    assert store.labels() == ["first", "second"]
-    keys = [u.unit_key for u in store.units(store.runs()[0].id)]
-    assert store.complete_unit_keys("first") == set(keys) and store.complete_unit_keys() >= set(keys)
-    assert len(store.complete_unit_keys("second")) == 2
-    assert store.units_of_run(store.runs()[0].id) == [("sniah_1", 1024, "complete")]
+    assert store.reads.labels() == ["first", "second"]
+    keys = [u.unit_key for u in store.reads.units(store.reads.runs()[0].id)]
+    assert store.reads.complete_unit_keys("first") == set(keys) and store.reads.complete_unit_keys() >= set(keys)
+    assert len(store.reads.complete_unit_keys("second")) == 2
+    assert store.reads.units_of_run(store.reads.runs()[0].id) == [("sniah_1", 1024, "complete")]
 
 
 def test_the_report_frames_hold_every_complete_row(store_path):
     store = Store(store_path, readonly=True)
-    frame = store.metrics_frame()
+    frame = store.reads.metrics_frame()
     assert len(frame) == raw(store_path, "SELECT COUNT(*) AS n FROM metrics")[0]["n"]
     assert {"unit_id", "finished", "settings", "label", "context_length"} <= set(frame.columns)
-    samples = store.samples_frame("sniah", ("score", "fields"))
+    samples = store.reads.samples_frame("sniah", ("score", "fields"))
     assert len(samples) == 9 and {"label", "task", "score", "fields"} <= set(samples.columns)
-    assert store.samples_frame("longppl", ("score",)).empty
+    assert store.reads.samples_frame("longppl", ("score",)).empty
 
 
 def test_a_sample_column_the_schema_lacks_is_refused_by_name(store_path):
     with pytest.raises(ValueError, match="samples have no column 'score; DROP TABLE runs'"):
-        Store(store_path, readonly=True).samples_frame("sniah", ("score; DROP TABLE runs",))
-    assert len(Store(store_path, readonly=True).runs()) == 2
+        Store(store_path, readonly=True).reads.samples_frame("sniah", ("score; DROP TABLE runs",))
+    assert len(Store(store_path, readonly=True).reads.runs()) == 2
 
 
 def test_a_json_column_that_is_not_json_reads_as_none(tmp_path, store_path):
@@ -104,5 +104,5 @@ def test_a_json_column_that_is_not_json_reads_as_none(tmp_path, store_path):
     sqlite3.connect(store_path).backup(db)  # a copy with the WAL's pages
     db.execute("UPDATE runs SET model_config = 'not json' WHERE label = 'first'")
     db.commit()
-    first = Store(copy, readonly=True).runs()[0]
+    first = Store(copy, readonly=True).reads.runs()[0]
     assert first.label == "first" and first.model_config is None

@@ -89,13 +89,13 @@ def test_the_pages_numbers_are_the_stores(report):
     from ccq_eval.catalogue import render_table
 
     page_units = {(u["label"], u["task"], u["length"]): u for u in data["units"]}
-    for run in store.runs():
-        for unit in store.units(run.id, "complete"):
+    for run in store.reads.runs():
+        for unit in store.reads.units(run.id, "complete"):
             page = page_units[(run.label, unit.task, unit.context_length)]
-            assert [row[0] for row in page.get("rows", [])] == [s.idx for s in store.samples(unit.id)]
-            assert page["metrics"][0][1] == store.metrics(unit.id)[0].value
+            assert [row[0] for row in page.get("rows", [])] == [s.idx for s in store.reads.samples(unit.id)]
+            assert page["metrics"][0][1] == store.reads.metrics(unit.id)[0].value
     failed = {(f["label"], f["task"]) for f in data["failed"]}
-    assert failed == {(r.label, "sniah_3") for r in store.runs()}
+    assert failed == {(r.label, "sniah_3") for r in store.reads.runs()}
     sniah = next(t for t in data["tables"] if t["name"] == "sniah")
     md = render_table(store, "sniah", ci=True, reference=True, strict=False)["md"]
     for row in sniah["rows"]:
@@ -111,9 +111,9 @@ def test_compare_counts_equal_those_counted_from_the_samples(report):
     from ccq_eval.catalogue import render_table
 
     by_label = {}
-    for run in store.runs():
-        for unit in store.units(run.id, "complete"):
-            by_label[(run.label, unit.task, unit.context_length)] = {s.prompt_sha256: s.score for s in store.samples(unit.id)}
+    for run in store.reads.runs():
+        for unit in store.reads.units(run.id, "complete"):
+            by_label[(run.label, unit.task, unit.context_length)] = {s.prompt_sha256: s.score for s in store.reads.samples(unit.id)}
     pairs_csv = list(csv.DictReader(io.StringIO(render_table(store, "pairs")["csv"])))
     entry = next(e for e in data["compare"] if {e["a"], e["b"]} == {"ccq-gla", "gla"})
     checked = 0
@@ -142,7 +142,7 @@ def test_labels_narrow_every_page_and_leave_the_store_alone(tmp_path):
     assert {r["label"] for r in data["runs"]} == {"gla", "other"}
     assert {u["label"] for u in data["units"]} == {"gla", "other"}
     assert all(e["a"] != "ccq-gla" and e["b"] != "ccq-gla" for e in data["compare"])
-    assert len(Store(tmp_path / "ccq.db", readonly=True).runs()) == 3
+    assert len(Store(tmp_path / "ccq.db", readonly=True).reads.runs()) == 3
     assert (tmp_path / "ccq.db").read_bytes() == before
 
 

@@ -38,7 +38,7 @@ def store(tmp_path_factory):
 
 def test_rulers_and_the_recall_tasks_join_the_points_with_their_own_means(store):
     rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))}
-    metrics = store.metrics_frame()
+    metrics = store.reads.metrics_frame()
     fwe = metrics[(metrics.label == "gla-tiny") & (metrics.task == "ruler_fwe") & (metrics.metric == "score")]
     assert float(rows["gla-tiny · 1K"]["FWE"]) == pytest.approx(fwe.value.item(), abs=1e-3)
     # the mean over the suite's tasks the store holds (here one), and none for a point without them
@@ -51,7 +51,7 @@ def test_rulers_and_the_recall_tasks_join_the_points_with_their_own_means(store)
 def test_each_point_holds_the_efficiency_suites_bytes_or_the_configs_count(store):
     rows = {r["label"]: r for r in csv.DictReader(io.StringIO(render_table(store, "recall-state")["csv"]))}
     assert set(rows) == {"gla-tiny · 1K", "ccq-gla-tiny · 1K", "transformer-tiny · 1K", "transformer-tiny · 2K"}
-    metrics = store.metrics_frame()
+    metrics = store.reads.metrics_frame()
     for label in ("gla-tiny", "ccq-gla-tiny"):
         measured = metrics[(metrics.label == label) & (metrics.metric == "cache_bytes")].value.item()
         row = rows[f"{label} · 1K"]
@@ -60,7 +60,7 @@ def test_each_point_holds_the_efficiency_suites_bytes_or_the_configs_count(store
         scores = metrics[(metrics.label == label) & (metrics.suite == "sniah") & (metrics.is_primary == 1)]
         assert float(row["S-NIAH mean"]) == pytest.approx(scores.value.mean(), abs=1e-3)
         assert float(row["S-NIAH mean per MiB"]) == pytest.approx(scores.value.mean() / (measured / MIB), rel=1e-3)
-    run = next(r for r in store.runs() if r.label == "transformer-tiny")
+    run = next(r for r in store.reads.runs() if r.label == "transformer-tiny")
     for length in (1024, 2048):  # the KV cache grows with L: twice the bytes at 2K
         row = rows[f"transformer-tiny · {length // 1024}K"]
         counted = analytic_cache_bytes(run.model_config, length, run.dtype)
@@ -77,7 +77,7 @@ def test_the_figure_is_log_scaled_and_joins_ccq_to_its_backbone(store):
     joins = [line for line in ax.get_lines() if line.get_color() == "grey"]
     assert len(joins) == 1  # ccq-gla-tiny to gla-tiny at 1K; the Transformer has no pair
     xs = sorted(joins[0].get_xdata())
-    metrics = store.metrics_frame()
+    metrics = store.reads.metrics_frame()
     measured = sorted(metrics[metrics.metric == "cache_bytes"].value / MIB)
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(xs, measured))
     measured_points = sum(len(c.get_offsets()) for c in ax.collections if "(reported)" not in c.get_label())
