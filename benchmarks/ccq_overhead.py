@@ -28,8 +28,8 @@ HIDDEN, HEADS = 512, 4  # head_k_dim 64 for both backbones, as in the paper's 1.
 
 def build_layers(family: str, device: str, dtype: torch.dtype):
     """(backbone layer, CCQ layer) with identical weights."""
-    from ccq_eval.family_models.gated_deltanet.ccq import CCQGatedDeltaNet
-    from ccq_eval.family_models.gla.ccq import CCQGatedLinearAttention
+    from ccq_eval.models.ccq_models.gated_deltanet import CCQGatedDeltaNet
+    from ccq_eval.models.ccq_models.gla import CCQGatedLinearAttention
     from ccq_eval.models.ccq_read import CCQSettings, attach_ccq
 
     torch.manual_seed(0)
@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.device == "cpu":
-        from ccq_eval.models.cpu_backend import install_cpu_backend
+        from ccq_eval.ops.cpu_forms import install_cpu_backend
 
         install_cpu_backend()
     if args.child:

@@ -4,7 +4,7 @@ weights, in bfloat16 (the GPU check's shapes):
 
 - the prefill as the engine runs it: ``--batch`` prompts of ``--length`` tokens packed into one row (cu_seqlens);
 - one decoding step at ``--decode-batch`` rows as the engine's fixed slots run it: the layer's step from the slots'
-  buffers, the states written in place where the family's step does it (models/in_place_steps.py), every other new
+  buffers, the states written in place where the family's step does it (ops/in_place.py), every other new
   state tensor copied home (the copies a CUDA graph of the step replays);
 - torch.profiler over CCQ's read alone, by op, self CPU time here.
 
@@ -55,8 +55,8 @@ def build(family: str, device: str, dtype: torch.dtype):
     """(backbone layer, CCQ layer) of the 1.3B shape with identical weights."""
     import copy
 
-    from ccq_eval.family_models.gated_deltanet.ccq import CCQGatedDeltaNet
-    from ccq_eval.family_models.gla.ccq import CCQGatedLinearAttention
+    from ccq_eval.models.ccq_models.gated_deltanet import CCQGatedDeltaNet
+    from ccq_eval.models.ccq_models.gla import CCQGatedLinearAttention
     from ccq_eval.models.ccq_read import CCQSettings, attach_ccq
 
     torch.manual_seed(0)
@@ -179,7 +179,7 @@ OpLedger._shaped = staticmethod(_shaped)
 @contextlib.contextmanager
 def fla_functions_scoped(book: OpLedger):
     """fla's functions that the CPU backend replaces, each counted as the one kernel it is on a GPU."""
-    from ccq_eval.models.cpu_backend import _resolve, _set, patches
+    from ccq_eval.ops.cpu_forms import _resolve, _set, patches
 
     saved = []
     for patch in patches():
@@ -200,19 +200,17 @@ def fla_functions_scoped(book: OpLedger):
 def gpu_forms(fp32_mode: str):
     """CCQ's read as it runs on CUDA: the chunk states by one cumsum (the CPU loops), packed sequences in a GPU's
     blocks, fp32 matmuls in fp32_mode."""
-    from ccq_eval.models import ccq, fp32_matmul
+    from ccq_eval.ops import fp32_matmul
+    from ccq_eval.ops.ccq import chunk, packed
 
-    entering, mode, block = ccq.entering_states, fp32_matmul.MODE, getattr(ccq, "packed_block_tokens", None)
-    ccq.entering_states = lambda p0, outer, loop: entering(p0, outer, loop=False)
+    entering, mode, block = chunk.entering_states, fp32_matmul.MODE, packed.packed_block_tokens
+    chunk.entering_states = lambda p0, outer, loop: entering(p0, outer, loop=False)
     fp32_matmul.MODE = fp32_mode
-    if block is not None:  # packed sequences in the blocks a GPU takes
-        ccq.packed_block_tokens = lambda device: ccq.PACKED_BLOCK_TOKENS
+    packed.packed_block_tokens = lambda device: packed.PACKED_BLOCK_TOKENS  # packed sequences in a GPU's blocks
     try:
         yield
     finally:
-        ccq.entering_states, fp32_matmul.MODE = entering, mode
-        if block is not None:
-            ccq.packed_block_tokens = block
+        chunk.entering_states, fp32_matmul.MODE, packed.packed_block_tokens = entering, mode, block
 
 
 def ledger(layer, x, fp32_mode: str = "ieee", cu_seqlens=None) -> dict:
@@ -234,8 +232,8 @@ def engine_kernels(book: OpLedger, family: str):
     try:
         from ccq_eval.families import backbone
         from ccq_eval.models import ccq_read
-        from ccq_eval.models.ccq_step_kernel import contract_query_step_fused  # noqa: F401 - present in this checkout
-        from ccq_eval.models.in_place_steps import routes_written_in_place
+        from ccq_eval.ops.ccq.step import contract_query_step_fused  # noqa: F401 - present in this checkout
+        from ccq_eval.ops.in_place import routes_written_in_place
     except ImportError:
         yield
         return
@@ -309,7 +307,7 @@ def read_profile(ccq, x, cu_seqlens, top: int) -> list[tuple[str, int, float]]:
     first."""
     from torch.profiler import ProfilerActivity, profile
 
-    from ccq_eval.models.ccq import contract_query
+    from ccq_eval.ops.ccq import contract_query
 
     q, k, lam = read_inputs(ccq, x, cu_seqlens)
     with torch.no_grad(), gpu_forms("ieee"), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -321,7 +319,7 @@ def read_profile(ccq, x, cu_seqlens, top: int) -> list[tuple[str, int, float]]:
 def report(family: str, batch: int, length: int, decode_batch: int, device: str, dtype: torch.dtype,
            top: int) -> None:
     if device == "cpu":
-        from ccq_eval.models.cpu_backend import install_cpu_backend
+        from ccq_eval.ops.cpu_forms import install_cpu_backend
 
         install_cpu_backend()
     base, ccq = build(family, device, dtype)

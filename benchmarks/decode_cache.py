@@ -46,7 +46,7 @@ def main() -> int:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from ccq_eval.models import kv_cache
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     install_cpu_backend()
     torch.manual_seed(0)

@@ -230,50 +230,50 @@ def kernels_of(check: Check, name: str) -> None:
 def _own_against_reference(call) -> tuple[float, bool]:
     """(the largest relative difference, whether the state was written where it lay) of the own kernel itself
     (--kernels own) against its reference, from the same state, at the call's whole batch."""
-    from ccq_eval.models import kernel_trust
+    from ccq_eval.ops import trust
 
     before = call.state.clone()
     with torch.no_grad():
         expected = call.reference()
         expected_state = call.state.clone()
         call.state.copy_(before)
-        mode = kernel_trust.mode()
-        kernel_trust.set_mode("own")
+        mode = trust.mode()
+        trust.set_mode("own")
         try:
             got = call.own()
         finally:
-            kernel_trust.set_mode(mode)
+            trust.set_mode(mode)
     o, returned = (got[0], got[1]) if isinstance(got, tuple) else (got, None)
     if returned is not None and not isinstance(returned, torch.Tensor):
         returned = returned.cov  # CCQ's step returns its statistics
     in_place = returned is None or returned.data_ptr() == call.state.data_ptr()
     expected_o = expected[0] if isinstance(expected, tuple) else expected
-    return max(kernel_trust.relative_difference(o, expected_o),
-               kernel_trust.relative_difference(call.state, expected_state)), in_place
+    return max(trust.relative_difference(o, expected_o),
+               trust.relative_difference(call.state, expected_state)), in_place
 
 
 def own_kernels(check: Check) -> None:
     """Each own kernel at the 1.3B heads, batch 64: the run's check (a few rows, on first use), then the whole batch
     against its reference, in place or not, and its time against its reference and a copy of its state."""
-    from ccq_eval.models import kernel_checks, kernel_trust
+    from ccq_eval.ops import checks, trust
 
     batch = 8 if check.dry_run else 64
     dtype = torch.float32 if check.dry_run else torch.bfloat16
-    for call in kernel_checks.calls(batch, dtype, check.device):
-        verdict = kernel_checks.check(call)
+    for call in checks.calls(batch, dtype, check.device):
+        verdict = checks.check(call)
         difference, in_place = _own_against_reference(call)
-        own_mode = kernel_trust.mode()
-        kernel_trust.set_mode("own")
+        own_mode = trust.mode()
+        trust.set_mode("own")
         try:
-            own_ms = kernel_checks.timed_ms(call.own, check.device)
+            own_ms = checks.timed_ms(call.own, check.device)
         finally:
-            kernel_trust.set_mode(own_mode)
-        reference_ms = kernel_checks.timed_ms(call.reference, check.device)
-        copy_ms = kernel_checks.copy_ms(call.state, check.device)
+            trust.set_mode(own_mode)
+        reference_ms = checks.timed_ms(call.reference, check.device)
+        copy_ms = checks.copy_ms(call.state, check.device)
         check.result("own_kernels", kernel=call.kernel.split(",")[0].replace(" ", "_"), family=call.family, batch=batch,
                      dtype=str(dtype).removeprefix("torch."), heads="x".join(f"{k}{v}" for k, v in call.shape.items()),
                      path=verdict.path if verdict else "unchecked", max_rel_difference=difference, in_place=in_place,
-                     tolerance=kernel_trust.TOLERANCE[dtype], own_ms=own_ms, reference_ms=reference_ms,
+                     tolerance=trust.TOLERANCE[dtype], own_ms=own_ms, reference_ms=reference_ms,
                      state_copy_ms=copy_ms, own_vs_copy_time_ratio=own_ms / copy_ms,
                      reference_vs_own_time_ratio=reference_ms / own_ms)
 
@@ -585,7 +585,7 @@ def main(argv=None) -> int:
     counted = WarningCount()
     counted.install()
     if args.dry_run:
-        from ccq_eval.models.cpu_backend import install_cpu_backend
+        from ccq_eval.ops.cpu_forms import install_cpu_backend
 
         install_cpu_backend()
         device = "cpu"

@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"--models: unknown {', '.join(unknown)}; available: {', '.join(MODELS)}")
     if args.dry_run:
-        from ccq_eval.models.cpu_backend import install_cpu_backend
+        from ccq_eval.ops.cpu_forms import install_cpu_backend
 
         install_cpu_backend()
         device, dtype, shapes = "cpu", torch.float32, TOY

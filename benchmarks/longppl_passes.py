@@ -28,7 +28,7 @@ LENGTHS = list(range(4096, 20480 + 1, 2048))  # the paper's 4K..20K curve: 9 len
 
 
 def build(family: str):
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
     from tests.helpers import byte_tokenizer, tiny_model
 
     install_cpu_backend()

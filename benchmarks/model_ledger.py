@@ -54,16 +54,16 @@ def build(model_type: str, shape: dict, layers: int, dtype: torch.dtype):
 def ledgered(book: OpLedger, family: str):
     """The model as a GPU runs it, every op in ``book``: fla's functions as one kernel each, the engine's kernels,
     the own kernels trusted unchecked (their first-use check is not part of a step)."""
-    from ccq_eval.models import kernel_trust
+    from ccq_eval.ops import trust
 
-    mode = kernel_trust.mode()
-    kernel_trust.set_mode("own")
+    mode = trust.mode()
+    trust.set_mode("own")
     book.skip_matmuls = True
     try:
         with torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), fla_functions_scoped(book), book:
             yield
     finally:
-        kernel_trust.set_mode(mode)
+        trust.set_mode(mode)
 
 
 def totals(book: OpLedger) -> dict:
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--toy", action="store_true", help="the dry run's toy shapes (a check of the script)")
     args = parser.parse_args(argv)
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     install_cpu_backend()
     for family in args.family.split(","):

@@ -30,7 +30,7 @@ def zoo_model():
 def gla_13b_shaped():
     from fla.models import GLAConfig, GLAForCausalLM
 
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     install_cpu_backend()
     torch.manual_seed(0)

@@ -78,7 +78,7 @@ def batch(batches, data: str, step: int, size: int, answer_weight: float):
 
 def main(argv=None) -> int:
     from ccq_eval import zoo_build as zb
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", default="gla")

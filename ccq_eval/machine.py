@@ -109,10 +109,10 @@ def record(device, store: str | None = None, threads_chosen_by: str | None = Non
 
 def own_kernels() -> dict:
     """ccq-eval's own kernels in this process: the --kernels mode, and each kernel's path so far and why
-    (models/kernel_trust.py; a run's units record theirs as they finish)."""
-    from ccq_eval.models import kernel_trust
+    (ops/trust.py; a run's units record theirs as they finish)."""
+    from ccq_eval.ops import trust
 
-    return {"mode": kernel_trust.mode(), "paths": kernel_trust.verdicts()}
+    return {"mode": trust.mode(), "paths": trust.verdicts()}
 
 
 def _task_plugins() -> str:

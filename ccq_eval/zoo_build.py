@@ -216,7 +216,7 @@ def _lr(config: TrainConfig, step: int) -> float:
 
 def train(spec: ZooModel, config: TrainConfig, work: Path, out: Path, progress=print) -> dict:
     """Train (or resume) one model up to config.steps and export it to out/<name>."""
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     install_cpu_backend()
     folder = work / spec.name

@@ -6,7 +6,7 @@ import torch
 
 warnings.filterwarnings("ignore", message="Triton is not supported")
 
-from ccq_eval.models.cpu_backend import install_cpu_backend  # noqa: E402
+from ccq_eval.ops.cpu_forms import install_cpu_backend  # noqa: E402
 
 # the interpreter tier needs TRITON_INTERPRET=1 before triton imports: its own process (make test-interpreter)
 collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpreter"]

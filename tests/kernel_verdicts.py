@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from ccq_eval.models import kernel_trust
+from ccq_eval.ops import trust
 
 
 @pytest.fixture(autouse=True)
 def fresh_verdicts():
-    kernel_trust.forget()
+    trust.forget()
     yield
-    kernel_trust.forget()
-    kernel_trust.set_mode("auto")
+    trust.forget()
+    trust.set_mode("auto")

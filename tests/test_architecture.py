@@ -118,12 +118,15 @@ def folder_graph(graph) -> dict[str, set[str]]:
 
 def test_no_circle_between_the_packages_folders():
     """Every folder sits above or below another, never both: report's catalogue and viewer live above the suites
-    (catalogue/, view/), the lm-eval results importer beside the runner (run/), the families' model code above models/
-    (family_models/) and their plain rows below it (families/)."""
+    (catalogue/, view/), the lm-eval results importer beside the runner (run/), and three roles for a family: models/
+    (how a checkpoint loads and CCQ attaches) above ops/ (how reads compute: torch, Triton, naive) above families/
+    (what the harness knows: plain rows)."""
     folders = folder_graph(import_graph())
-    assert {"suites", "report", "catalogue", "view", "models", "families", "family_models", "run"} <= set(folders)
+    assert {"suites", "report", "catalogue", "view", "models", "families", "ops", "run"} <= set(folders)
+    assert "family_models" not in folders
     assert find_cycle(folders) is None, " -> ".join(find_cycle(folders))
-    assert "suites" in folders["catalogue"] and "report" in folders["suites"] and "models" in folders["family_models"]
+    assert "suites" in folders["catalogue"] and "report" in folders["suites"]
+    assert "ops" in folders["models"] and "families" in folders["ops"] and "models" not in folders["ops"]
     assert find_cycle(folder_graph({"ccq_eval.a.x": {"ccq_eval.b.y"}, "ccq_eval.b.y": {"ccq_eval.a.z"},
                                     "ccq_eval.a.z": set()})) == ["a", "b", "a"]
 

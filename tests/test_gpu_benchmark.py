@@ -236,7 +236,7 @@ def test_the_model_ledger_prices_the_whole_model_in_gpu_checks_terms():
     least its launch floor, and the ratios are the rates gpu_check prints (CCQ's over its backbone's)."""
     import importlib.util
 
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     install_cpu_backend()
     spec = importlib.util.spec_from_file_location("model_ledger", ROOT / "benchmarks" / "model_ledger.py")

@@ -39,7 +39,7 @@ def _check_kernels(device: str) -> None:
         import fla  # noqa: F401
     except ImportError:
         return
-    from ccq_eval.models.kernel_checks import check_all
+    from ccq_eval.ops.checks import check_all
 
     check_all(device)
 
@@ -54,9 +54,9 @@ def handle(args) -> int:
     device = _device(args.device)
     threads, why = machine.choose_threads(None)  # what a run started now would use
     torch.set_num_threads(threads)
-    from ccq_eval.models import kernel_trust
+    from ccq_eval.ops import trust
 
-    kernel_trust.set_mode(args.kernels)
+    trust.set_mode(args.kernels)
     _check_kernels(device)
     record = machine.record(device, args.store, why)
     print(json.dumps(record, indent=2) if args.json else machine.describe(record))

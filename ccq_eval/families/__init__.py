@@ -1,7 +1,8 @@
 """Every model family ccq-eval runs, one row each: a module (or a folder) here declares the family's catalogue row,
 its CCQ attachment (the module of its CCQ classes), the fla names its CPU ops replace (``patches``), its cache
 formula, the cache layout generation gives its rows and whether its cache takes multi-token chunks. The code those
-rows name (each family's ``ccq.py`` and ``cpu_ops.py``) sits above models/, in ccq_eval/family_models/. Adding a family is one module; the README's and docs' model tables are
+rows name by string sits in ops/<family>/ (how its reads compute: the one-token step, the CPU torch forms) and
+models/ccq_models/<family>.py (its CCQ model classes). Adding a family is one module; the README's and docs' model tables are
 generated from these (``python -m ccq_eval.families.tables``; a test checks them).
 
 Reading the registry is pure Python (no torch, fla or transformers): the reports name a row's family from the
@@ -102,7 +103,7 @@ def cache_bytes(config: dict, length: int, dtype: str) -> int | None:
 
 
 def cpu_patches() -> tuple[Patch, ...]:
-    """Every family's patch targets (the names every family shares come from models/cpu_backend.py)."""
+    """Every family's patch targets (the names every family shares come from ops/cpu_forms.py)."""
     return tuple(p for f in fla_families().values() for p in f.patches)
 
 

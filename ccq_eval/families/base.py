@@ -12,7 +12,7 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 
 @dataclass(frozen=True)
 class Patch:
-    """One of fla's Triton-only names the CPU backend replaces (models/cpu_backend.py): ``symbol`` in ``module`` is
+    """One of fla's Triton-only names the CPU backend replaces (ops/cpu_forms.py): ``symbol`` in ``module`` is
     "name", "Class.method" or "DICT[key]"; ``replacement`` is "module:function" (imported when installed)."""
 
     module: str
@@ -26,6 +26,13 @@ class Patch:
     @property
     def qualname(self) -> str:
         return f"{self.module}.{self.symbol}"
+
+    def resolved(self):
+        """The replacement function itself ("module:function" imported: only when a route or backend installs it)."""
+        import importlib
+
+        module, function = self.replacement.split(":")
+        return getattr(importlib.import_module(module), function)
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,7 @@ class Family:
     doc_note: str = ""  # said beside it in the docs' table (a caveat, what CCQ reads)
     patches: tuple[Patch, ...] = ()  # fla names its layers call that the CPU backend replaces
     # fla's one-token reads that the engine's fixed slots route to ccq-eval's step writing the state in place
-    # (models/in_place_steps.py): module, name, and the step as "module:function"
+    # (ops/in_place.py): module, name, and the step as "module:function"
     in_place_steps: tuple[Patch, ...] = ()
     # (config, length, dtype, ccq) -> bytes the model's cache holds after ``length`` tokens, batch 1; None where the
     # formula does not count this config (the efficiency table then shows the measured bytes alone)

@@ -3,7 +3,7 @@ shape a CUDA graph of the decoding step needs.
 
 A row is a slot. A finished row frees its slot and keeps being stepped (its tokens are ignored) until a new prompt's
 state is copied into it; the width, the buffers and their addresses never change. A step reads the cache from the
-buffers and writes the new states into them: the recurrent states in place (models/in_place_steps.py), the small
+buffers and writes the new states into them: the recurrent states in place (ops/in_place.py), the small
 tensors a layer returns anew (a convolution window, CCQ's mean) copied home, so on CUDA the whole step is captured
 once as a CUDA graph and replayed.
 
@@ -21,7 +21,7 @@ import warnings
 import torch
 
 from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, leaves, rebuild
-from ccq_eval.models.in_place_steps import states_written_in_place
+from ccq_eval.ops.in_place import states_written_in_place
 
 _WARNED: set[str] = set()
 _OUTCOMES: dict[str, str] = {}  # model class -> how its latest fixed-slot decoding ran (``decoding_graph``)
@@ -100,7 +100,7 @@ class StaticRows:
 
     def _run_eager(self) -> torch.Tensor:
         """One step from the buffers, the new states written into them; the logits [width, V]. The recurrent states
-        are updated where they lie (models/in_place_steps.py); what a layer returns as a new tensor (a convolution's
+        are updated where they lie (ops/in_place.py); what a layer returns as a new tensor (a convolution's
         window, CCQ's mean and count: small) is copied back."""
         with states_written_in_place(self.model):
             out = self.model(self.ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)

@@ -23,7 +23,7 @@ def register_families() -> None:
     import fla  # noqa: F401 - registers fla's model types with transformers
 
     from ccq_eval.models import register_ccq_models
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
     from ccq_eval.models.generate_cache import install_generate_cache_names
     from ccq_eval.models.kv_cache import install_growing_kv_cache
     from ccq_eval.punkt_model import offer_to_nltk

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ccq_eval.models.ccq import SIGMA_SCALES, CCQState, contract_query, contract_query_step
+from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState, contract_query, contract_query_step
 
 CCQ_WEIGHTINGS = ("uniform",)
 # The paper leaves the gate's initial bias open. -2 starts lam near 0.12: close to the backbone,

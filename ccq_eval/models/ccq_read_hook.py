@@ -3,7 +3,7 @@ functions it calls (module-level names in its fla module, e.g. ``fla.layers.delt
 are wrapped so the query entering the read is (I - lam Sigma_t) q, Sigma_t from the keys the same call
 writes into the state. It is how CCQ attaches to every family whose read is ``o_t = S_t^T q_t`` with ``S_t``
 accumulating ``k_t v_t^T``: the paper's GLA and Gated DeltaNet and the training-free DeltaNet, RetNet and HGRN2
-(each family's ccq.py under ccq_eval/family_models/). An fla change to how a layer computes q and k is followed
+(each family's classes in models/ccq_models/). An fla change to how a layer computes q and k is followed
 without a line changed here.
 
 The layer cache's recurrent_state becomes (backbone state, CCQState), as for GLA / GDN. Keys that the
@@ -18,7 +18,7 @@ import functools
 from types import ModuleType
 
 from ccq_eval.models.ccq_read import split_cached_state
-from ccq_eval.models.cpu_ops import l2norm
+from ccq_eval.ops.shared_cpu_forms import l2norm
 
 
 def _contracting(layer, read):

@@ -327,7 +327,7 @@ def _build_model(checked: _Checked, allow_pickle: bool, ccq_overrides: dict | No
     the CPU; weights that do not match the config refused in one line."""
     from transformers import AutoModelForCausalLM
 
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
     path = checked.path

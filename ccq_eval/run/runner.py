@@ -162,9 +162,9 @@ class Runner:
         import torch  # here, not at the top: planning and --help load no heavy library
 
         torch.set_num_threads(threads)
-        from ccq_eval.models import kernel_trust
+        from ccq_eval.ops import trust
 
-        kernel_trust.set_mode(r.kernels)
+        trust.set_mode(r.kernels)
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
         if not isinstance(self.evaluand.lm, ModelAdapter):
             raise TypeError(f"{type(self.evaluand.lm).__name__} does not implement lm.adapter.ModelAdapter")
@@ -403,12 +403,12 @@ class Runner:
 
 def engine_provenance() -> dict:
     """What the engine decided in this process so far, recorded with each unit: the path each of ccq-eval's own
-    kernels took (models/kernel_trust.py: a unit computed after a kernel was turned off names the fallback), and the
+    kernels took (ops/trust.py: a unit computed after a kernel was turned off names the fallback), and the
     refill cost measured on the model (generation/refill_cost.py, on CUDA)."""
     from ccq_eval.generation import refill_cost
-    from ccq_eval.models import kernel_trust
+    from ccq_eval.ops import trust
 
-    found = {"kernels": kernel_trust.verdicts(), "refill_cost": refill_cost.recorded()}
+    found = {"kernels": trust.verdicts(), "refill_cost": refill_cost.recorded()}
     return {key: value for key, value in found.items() if value}
 
 

@@ -308,7 +308,7 @@ def independent_perplexity(model_dir: Path, env: dict, length: int, count: int) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ccq_eval.models import register_ccq_models
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
 
     register_ccq_models()
 

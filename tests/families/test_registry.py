@@ -23,7 +23,7 @@ def cache_bytes(config, length, dtype, ccq):
 
 FAMILY = Family(model_type="toy_linear", name="ToyLinear", cpu=True, ccq="ccq_toy_linear", ccq_name="CCQ-Toy",
                 training_free=True, cache_bytes=cache_bytes, doc_note="a toy",
-                patches=(Patch("fla.layers.toy", "chunk_toy", "ccq_eval.models.cpu_ops:swish"),))
+                patches=(Patch("fla.layers.toy", "chunk_toy", "ccq_eval.ops.shared_cpu_forms:swish"),))
 '''
 
 

@@ -17,7 +17,7 @@ from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.reference import generate_one
 from ccq_eval.generation.cache_rows import leaves, rebuild
 from ccq_eval.generation.static_rows import StaticRows
-from ccq_eval.models.ccq import CCQState
+from ccq_eval.ops.ccq import CCQState
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.models.ccq import FP32_BOUND, contract_query, naive_contract_query, running_key_sums
+from ccq_eval.ops.ccq import FP32_BOUND, contract_query, naive_contract_query, running_key_sums
 from tests.interpreter.patches import count_kernel_launches, tf32_dots
 
 B, T, H, D = 2, 150, 2, 16
@@ -26,7 +26,7 @@ def rel(a, b):
 
 
 def contract_with(kernel: str, q, k, lam, sigma_scale="none"):
-    import ccq_eval.models.ccq as ccq
+    import ccq_eval.ops.ccq.chunk as ccq
 
     original = ccq.SECOND_MOMENT
     ccq.SECOND_MOMENT = kernel

@@ -1,4 +1,4 @@
-"""CCQ's one-kernel decoding step (models/ccq_step_kernel.py) under Triton's interpreter against the torch step
+"""CCQ's one-kernel decoding step (ops/ccq/step.py) under Triton's interpreter against the torch step
 (``contract_query_step``, itself tested against the float64 definition in tests/models/test_ccq_operator.py): ten
 steps from carried statistics, contracted queries and statistics within the tier's fp32 bound (a bfloat16 query within
 one rounding), Sigma updated in the tensor it lies in, one launch a step."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.models import kernel_trust
-from ccq_eval.models.ccq import CCQState, contract_query, contract_query_step
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops import trust
+from ccq_eval.ops.ccq import CCQState, contract_query, contract_query_step
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.interpreter.patches import count_kernel_launches
 from tests.interpreter.test_kernels import rel
 
@@ -20,7 +20,7 @@ B, H, D = 3, 2, 24  # D not a power of two: masked lanes
 @pytest.mark.parametrize("sigma_scale", ["none", "trace"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_fused_step_equals_the_torch_step(sigma_scale, dtype, monkeypatch):
-    monkeypatch.setattr(kernel_trust, "_MODE", "own")  # the kernel's own launches, without the first use's check
+    monkeypatch.setattr(trust, "_MODE", "own")  # the kernel's own launches, without the first use's check
     torch.manual_seed(0)
     prefix = torch.randn(B, 40, H, D) * 2 + 3
     _, carried = contract_query(torch.zeros_like(prefix), prefix, torch.zeros(B, 40, H), output_final_state=True)

@@ -12,7 +12,7 @@ import torch
 from ccq_eval.generation.agreement import partings
 from ccq_eval.generation.engine import generate
 from ccq_eval.generation.layouts import layout_name
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
 from tests.interpreter.patches import count_kernel_launches

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.generation.test_host_reads import decoding_step_reads
 from tests.helpers import tiny_model
 from tests.interpreter.patches import count_kernel_launches

@@ -1,4 +1,4 @@
-"""ccq-eval's in-place decoding kernels (family_models/gla/decode_step.py, gated_deltanet/decode_step.py) under
+"""ccq-eval's in-place decoding kernels (ops/gla/fused_recurrent.py, gated_deltanet/decode_step.py) under
 Triton's interpreter, against fla's own fused-recurrent kernels (interpreted) and the torch in-place step: the same
 output and state within the tier's fp32 bound, the state written into the tensor passed in, and the kernel really
 launched."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.family_models.gated_deltanet.decode_step import fused_recurrent_gated_delta_rule_in_place
-from ccq_eval.family_models.gla.decode_step import fused_recurrent_gla_in_place
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops.gated_deltanet.fused_recurrent import fused_recurrent_gated_delta_rule_in_place
+from ccq_eval.ops.gla.fused_recurrent import fused_recurrent_gla_in_place
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.interpreter.patches import count_kernel_launches
 from tests.interpreter.test_kernels import rel
 from tests.models.test_in_place_steps import GDN_OPTIONS, gdn_inputs, gla_inputs
@@ -64,7 +64,7 @@ def test_gdn_kernel_in_place_equals_fla_and_the_torch_step(options, heads_v):
 def test_delta_net_kernel_in_place_on_its_k_first_state_equals_fla_and_the_torch_step(l2):
     from fla.ops.delta_rule import fused_recurrent_delta_rule
 
-    from ccq_eval.family_models.delta_net.decode_step import fused_recurrent_delta_rule_in_place
+    from ccq_eval.ops.delta_net.fused_recurrent import fused_recurrent_delta_rule_in_place
     from tests.models.test_in_place_steps import delta_inputs
 
     expected, kernel, by_torch, launches = _three_ways(fused_recurrent_delta_rule_in_place,

@@ -11,10 +11,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ccq_eval.family_models.gla import decode_step as gla_step
+from ccq_eval.ops.gla import fused_recurrent as gla_step
 from ccq_eval.generation.engine import generate
-from ccq_eval.models import ccq, kernel_trust
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops import trust
+from ccq_eval.ops.ccq import contract_query, contract_query_step
+from ccq_eval.ops.ccq import step as ccq_step
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
 from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
@@ -36,9 +38,9 @@ def raises(*args, **kwargs):
     raise RuntimeError("stand-in: the kernel failed to compile")
 
 
-REAL_FUSED, REAL_GLA = ccq.contract_query_step_fused, gla_step._triton_step
-CASES = {("CCQ step", "wrong state"): (ccq, "contract_query_step_fused", wrong_sigma),
-         ("CCQ step", "raises"): (ccq, "contract_query_step_fused", raises),
+REAL_FUSED, REAL_GLA = ccq_step.contract_query_step_fused, gla_step._triton_step
+CASES = {("CCQ step", "wrong state"): (ccq_step, "contract_query_step_fused", wrong_sigma),
+         ("CCQ step", "raises"): (ccq_step, "contract_query_step_fused", raises),
          ("fused_recurrent_gla in place", "wrong state"): (gla_step, "_triton_step", wrong_gla_state)}
 
 
@@ -48,10 +50,10 @@ def test_a_faulty_triton_step_is_caught_and_the_run_gives_batch_ones_tokens(kern
     model = tiny_model("ccq_gla", fuse_cross_entropy=False, ccq_fixed_lambda=0.5)
     asked = [replace(r, score=(), max_new_tokens=min(r.max_new_tokens, 4)) for r in requests()[2:]]
     with fla_kernels_on_cpu():
-        kernel_trust.set_mode("reference")
+        trust.set_mode("reference")
         expected = [r.tokens for r in generate(model, TOKENIZER, asked, batch_size=1, static=False)]
-        kernel_trust.forget()
-        kernel_trust.set_mode("auto")
+        trust.forget()
+        trust.set_mode("auto")
         module, name, stand_in = CASES[(kernel, fault)]
         monkeypatch.setattr(module, name, stand_in)
         with warnings.catch_warnings(record=True) as said:
@@ -60,16 +62,16 @@ def test_a_faulty_triton_step_is_caught_and_the_run_gives_batch_ones_tokens(kern
     assert got == expected
     off = [str(w.message) for w in said if "own kernel off" in str(w.message)]
     assert len(off) == 1 and kernel in off[0] and "Triton (interpreter)" in off[0], off
-    (verdict,) = [v for n, v in kernel_trust.verdicts().items() if n.startswith(kernel)]
+    (verdict,) = [v for n, v in trust.verdicts().items() if n.startswith(kernel)]
     assert verdict.startswith("reference") and ("differs" in verdict if fault == "wrong state" else "raised" in verdict)
 
 
 def test_the_sound_fused_step_is_trusted_on_the_interpreter():
     torch.manual_seed(0)
     q, k = torch.randn(3, 1, 2, 24), torch.randn(3, 1, 2, 24) + 2
-    _, state = ccq.contract_query(torch.randn(3, 30, 2, 24), torch.randn(3, 30, 2, 24) + 2, torch.zeros(3, 30, 2),
+    _, state = contract_query(torch.randn(3, 30, 2, 24), torch.randn(3, 30, 2, 24) + 2, torch.zeros(3, 30, 2),
                                   output_final_state=True)
     with torch.no_grad(), fla_kernels_on_cpu():
-        ccq.contract_query_step(q, k, torch.rand(3, 1, 2), state, "trace")
-    (verdict,) = [v for n, v in kernel_trust.verdicts().items() if n.startswith("CCQ step (Triton (interpreter))")]
+        contract_query_step(q, k, torch.rand(3, 1, 2), state, "trace")
+    (verdict,) = [v for n, v in trust.verdicts().items() if n.startswith("CCQ step (Triton (interpreter))")]
     assert verdict.startswith("own (agrees")

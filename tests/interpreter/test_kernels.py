@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.family_models.gated_deltanet import cpu_ops as gdn_ops
-from ccq_eval.family_models.gla import cpu_ops as gla_ops
-from ccq_eval.models import cpu_ops
+from ccq_eval.ops.gated_deltanet import cpu as gdn_ops
+from ccq_eval.ops.gla import cpu as gla_ops
+from ccq_eval.ops import shared_cpu_forms as cpu_ops
 
 B, T, H, D = 2, 80, 2, 16  # T > 64: more than one chunk, and a ragged last chunk
 PACKED = torch.tensor([0, 37, 80, 160])  # three sequences packed into one row of 160
@@ -142,7 +142,7 @@ def test_short_convolution_norms_and_activations():
 def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
     from fla.ops.delta_rule import fused_recurrent_delta_rule
 
-    from ccq_eval.family_models.delta_net import cpu_ops as delta_ops
+    from ccq_eval.ops.delta_net import cpu as delta_ops
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "beta": torch.rand(B, T, H), "initial_state": torch.randn(B, H, D, D)}
@@ -160,7 +160,7 @@ def test_fused_recurrent_delta_rule_with_l2_norm_in_kernel():
 def test_retention(name):
     import fla.ops.retention as fla_retention
 
-    from ccq_eval.family_models.retnet import cpu_ops as retnet_ops
+    from ccq_eval.ops.retnet import cpu as retnet_ops
 
     q, k, v = qkv()
     inputs = {"q": q, "k": k, "v": v, "initial_state": torch.randn(B, H, D, D)}

@@ -9,7 +9,7 @@ import torch
 from fla.ops.utils import cache as fla_cache
 from triton.runtime import autotuner as triton_autotuner
 
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from ccq_eval.run.tuned_configs import config_record, tuned_autotuners, write_tuned_configs
 from tests.helpers import tiny_model
 

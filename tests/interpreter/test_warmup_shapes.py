@@ -14,7 +14,7 @@ import pytest
 
 from ccq_eval.cli import main
 from ccq_eval.generation import engine, layouts
-from ccq_eval.models.cpu_backend import fla_kernels_on_cpu
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from ccq_eval.run import kernel_warmup
 from tests.helpers import save_checkpoint, tiny_model
 from tests.interpreter.kernel_keys import recorded_kernel_keys

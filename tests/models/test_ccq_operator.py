@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ccq_eval.models.ccq import CCQState, contract_query, contract_query_step, naive_contract_query
+from ccq_eval.ops.ccq import CCQState, contract_query, contract_query_step, naive_contract_query
 
 
 def _inputs(B=2, T=150, H=3, D=8, key_mean=5.0, dtype=torch.float64):
@@ -164,7 +164,7 @@ def test_bad_arguments_are_rejected():
 
 def test_blocked_long_sequences_equal_one_dense_pass(monkeypatch):
     """Past BLOCK_TOKENS the operator runs block by block, carrying the statistics: same numbers."""
-    import ccq_eval.models.ccq as ccq_module
+    import ccq_eval.ops.ccq.state as ccq_module
 
     q, k, lam = _inputs(B=1, T=300, H=2, D=4)
     monkeypatch.setattr(ccq_module, "BLOCK_TOKENS", 1 << 20)
@@ -212,7 +212,7 @@ def _packed(lengths, H=2, D=4, dtype=torch.float64, with_states=True):
 def test_packed_sequences_as_one_computation_equal_each_sequence_alone(monkeypatch, block):
     """Empty sequences, one-token ones, ones crossing blocks of slots (block 40 = a few chunks of 16): every token
     and every final state as the sequence computed alone."""
-    import ccq_eval.models.ccq as ccq_module
+    import ccq_eval.ops.ccq.state as ccq_module
 
     lengths = [37, 0, 1, 16, 90, 0, 33]
     q, k, lam, cu, states = _packed(lengths)
@@ -264,11 +264,12 @@ def _dispatched_ops(fn) -> list[str]:
 def test_packed_read_reads_nothing_back_and_dispatches_the_same_ops_for_2_and_32_sequences(gpu_blocks, monkeypatch):
     """The ops do not grow with the number of sequences (no loop over them) and none reads a value back to the host
     (a GPU would wait for it in every CCQ layer); in the CPU's blocks and in a GPU's."""
-    import ccq_eval.models.ccq as ccq_module
     from tests.host_reads import host_reads
 
     if gpu_blocks:
-        monkeypatch.setattr(ccq_module, "packed_block_tokens", lambda device: ccq_module.PACKED_BLOCK_TOKENS)
+        from ccq_eval.ops.ccq import packed
+
+        monkeypatch.setattr(packed, "packed_block_tokens", lambda device: packed.PACKED_BLOCK_TOKENS)
 
     T, H, D = 4096, 2, 8
     runs = {}

@@ -1,5 +1,5 @@
 """Each CPU replacement against a reference written here: per-position recurrences and direct formulas
-that share no code with ccq_eval.models.cpu_ops."""
+that share no code with ccq_eval.ops.shared_cpu_forms."""
 
 import inspect
 import math
@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ccq_eval.family_models.gated_deltanet import cpu_ops as gdn_ops
-from ccq_eval.family_models.gla import cpu_ops as gla_ops
-from ccq_eval.family_models.transformer import cpu_ops as attn_ops
-from ccq_eval.models import cpu_ops
-from ccq_eval.models.cpu_backend import _dispatcher, _resolve, patches, replacement
+from ccq_eval.ops.gated_deltanet import cpu as gdn_ops
+from ccq_eval.ops.gla import cpu as gla_ops
+from ccq_eval.ops.transformer import cpu as attn_ops
+from ccq_eval.ops import shared_cpu_forms as cpu_ops
+from ccq_eval.ops.cpu_forms import _dispatcher, _resolve, patches
 
 f64 = torch.float64
 
@@ -24,7 +24,7 @@ def test_every_patch_target_exists_and_every_replacement_imports():
             _resolve(target)
         except RuntimeError:
             missing.append(target.qualname)
-        assert callable(replacement(target)), target.replacement
+        assert callable(target.resolved()), target.replacement
     assert not missing, f"fla moved these symbols the CPU backend replaces: {missing}"
     assert len(patches()) == 32 and len({p.qualname for p in patches()}) == 32  # the shared ones and each family's
 
@@ -336,9 +336,9 @@ def test_a_dispatched_entry_point_runs_through_flas_own_dispatch(monkeypatch):
     import fla.backends
     import fla.modules.causal_conv1d.ops as conv_ops
 
-    from ccq_eval.models import cpu_backend
+    from ccq_eval.ops import cpu_forms
 
-    cpu_backend.install_cpu_backend()
+    cpu_forms.install_cpu_backend()
     assert getattr(conv_ops.causal_conv1d_update, "ccq_cpu_replacement", None) is None  # not replaced: dispatched
     registry = fla.backends._function_registries[inspect.unwrap(conv_ops.causal_conv1d_update)]
     assert [b.backend_type for b in registry._get_sorted_backends()] == ["ccq_eval_cpu"]
@@ -347,9 +347,9 @@ def test_a_dispatched_entry_point_runs_through_flas_own_dispatch(monkeypatch):
     y, _ = conv_ops.causal_conv1d_update(x, cache.clone(), weight=weight, activation="silu")
     expected, _ = cpu_ops.causal_conv1d_update(x, cache.clone(), weight=weight, activation="silu")
     assert torch.equal(y, expected)
-    assert cpu_backend._takes_cpu_tensors(x) == (True, None)
-    assert cpu_backend._takes_cpu_tensors(torch.zeros(1, device="meta"))[0] is False
-    with cpu_backend.fla_kernels_on_cpu():
-        assert cpu_backend._takes_cpu_tensors(x)[0] is False
+    assert cpu_forms._takes_cpu_tensors(x) == (True, None)
+    assert cpu_forms._takes_cpu_tensors(torch.zeros(1, device="meta"))[0] is False
+    with cpu_forms.fla_kernels_on_cpu():
+        assert cpu_forms._takes_cpu_tensors(x)[0] is False
     monkeypatch.setenv("FLA_DISABLE_BACKEND_DISPATCH", "1")  # fla's dispatch turned off: the name is replaced instead
-    assert not cpu_backend.uses_fla_dispatch(next(p for p in cpu_backend.patches() if p.dispatched))
+    assert not cpu_forms.uses_fla_dispatch(next(p for p in cpu_forms.patches() if p.dispatched))

@@ -11,11 +11,11 @@ from fla.ops.gla.naive import naive_recurrent_gla
 from fla.ops.retention.naive import naive_retention
 from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
 
-from ccq_eval.models import cpu_backend
-from ccq_eval.family_models.delta_net import cpu_ops as delta_ops
-from ccq_eval.family_models.hgrn2 import cpu_ops as hgrn2_ops
-from ccq_eval.family_models.mamba2 import cpu_ops as mamba2_ops
-from ccq_eval.family_models.retnet import cpu_ops as retnet_ops
+from ccq_eval.ops import cpu_forms
+from ccq_eval.ops.delta_net import cpu as delta_ops
+from ccq_eval.ops.hgrn2 import cpu as hgrn2_ops
+from ccq_eval.ops.mamba2 import cpu as mamba2_ops
+from ccq_eval.ops.retnet import cpu as retnet_ops
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 
@@ -94,7 +94,7 @@ def test_hgrn2_read_is_gla_with_a_v_first_state():
     fla.layers.hgrn2 route there."""
     import fla.layers.hgrn2 as hgrn2
 
-    cpu_backend.install_cpu_backend()
+    cpu_forms.install_cpu_backend()
     q, _, v, gen = _qkv(T=70)
     g = F.logsigmoid(torch.randn(2, 70, 2, 16, generator=gen))
     k = 1 - g.exp()

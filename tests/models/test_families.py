@@ -14,7 +14,7 @@ from fla.layers import hgrn2 as fla_hgrn2_layer
 from fla.layers import multiscale_retention as fla_retention_layer
 
 from ccq_eval.models import naive_contract_query
-from ccq_eval.models.ccq import CCQState
+from ccq_eval.ops.ccq import CCQState
 from ccq_eval.suites.longppl.perplexity import sequence_nll
 from tests.helpers import HOOKED_CCQ, NEW_FAMILIES, left_padding_gaps, tiny_model
 

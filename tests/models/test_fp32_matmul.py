@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.models import fp32_matmul
-from ccq_eval.models.ccq import FP32_BOUND, contract_query, naive_contract_query
-from ccq_eval.models.fp32_matmul import ieee_fp32, round_to_tf32, split_tf32
+from ccq_eval.ops import fp32_matmul
+from ccq_eval.ops.ccq import FP32_BOUND, contract_query, naive_contract_query
+from ccq_eval.ops.fp32_matmul import ieee_fp32, round_to_tf32, split_tf32
 
 
 def emulated_tf32_matmul(a, b):
@@ -90,7 +90,7 @@ def test_other_dtypes_pass_through_unsplit(gpu_arithmetic):
 def test_a_bfloat16_model_takes_one_tf32_pass_within_its_own_rounding(monkeypatch, sigma_scale):
     """A bfloat16 model's read: one TF32 pass per matmul (emulated), the contracted query within BF16_BOUND of the
     float64 definition on the same bfloat16 inputs, per token; a float32 model's read never takes that pass."""
-    from ccq_eval.models.ccq import BF16_BOUND
+    from ccq_eval.ops.ccq import BF16_BOUND
 
     passes = []
     monkeypatch.setattr(fp32_matmul, "tf32_matmul", lambda a, b: (passes.append(1), emulated_tf32_matmul(a, b))[1])

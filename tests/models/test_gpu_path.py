@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from ccq_eval.models import ModelLoadError, load_model
-from ccq_eval.models.ccq import contract_query, entering_states, ieee_fp32, naive_contract_query
+from ccq_eval.ops.ccq import contract_query, naive_contract_query
+from ccq_eval.ops.ccq.chunk import entering_states
+from ccq_eval.ops.fp32_matmul import ieee_fp32
 from tests.helpers import save_checkpoint, tiny_model
 
 

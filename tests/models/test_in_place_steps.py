@@ -1,4 +1,4 @@
-"""The decoding steps that write the state where it lies (models/in_place_steps.py, family_models/*/decode_step.py)
+"""The decoding steps that write the state where it lies (ops/in_place.py, family_models/*/decode_step.py)
 against the CPU backend's fused-recurrent reads (themselves tested against fla's kernels and per-token recurrences):
 the same output and new state, the state returned as the very tensor passed in, and every call the step does not
 take passed on to fla's function. The Triton kernels behind them: tests/interpreter/test_in_place_kernels.py."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccq_eval.family_models.gated_deltanet import cpu_ops as gdn_ops
-from ccq_eval.family_models.gated_deltanet.decode_step import fused_recurrent_gated_delta_rule_in_place
-from ccq_eval.family_models.gla import cpu_ops as gla_ops
-from ccq_eval.family_models.gla.decode_step import fused_recurrent_gla_in_place
+from ccq_eval.ops.gated_deltanet import cpu as gdn_ops
+from ccq_eval.ops.gated_deltanet.fused_recurrent import fused_recurrent_gated_delta_rule_in_place
+from ccq_eval.ops.gla import cpu as gla_ops
+from ccq_eval.ops.gla.fused_recurrent import fused_recurrent_gla_in_place
 
 B, H, K, V = 3, 2, 16, 24
 
@@ -96,7 +96,7 @@ def test_the_route_is_in_place_only_inside_the_block():
     """Outside ``states_written_in_place`` fla's name is fla's (a caller keeping its old state never sees it move)."""
     import fla.layers.gla as gla_layer
 
-    from ccq_eval.models.in_place_steps import states_written_in_place
+    from ccq_eval.ops.in_place import states_written_in_place
     from tests.helpers import tiny_model
 
     model = tiny_model("gla")
@@ -115,8 +115,8 @@ def test_the_route_is_in_place_only_inside_the_block():
 
 @pytest.mark.parametrize("l2", [False, True])
 def test_delta_net_step_in_place_on_its_k_first_state_equals_the_backend(l2):
-    from ccq_eval.family_models.delta_net import cpu_ops as delta_ops
-    from ccq_eval.family_models.delta_net.decode_step import fused_recurrent_delta_rule_in_place
+    from ccq_eval.ops.delta_net import cpu as delta_ops
+    from ccq_eval.ops.delta_net.fused_recurrent import fused_recurrent_delta_rule_in_place
 
     inputs = delta_inputs(l2)
     in_place_equals_reference(fused_recurrent_delta_rule_in_place, delta_ops.fused_recurrent_delta_rule, inputs, 2e-6)

@@ -1,4 +1,4 @@
-"""An own decoding step is trusted only once it agrees with its reference on the device (models/kernel_trust.py):
+"""An own decoding step is trusted only once it agrees with its reference on the device (ops/trust.py):
 a stand-in step that writes a wrong state, or one that raises, is caught on first use, turned off for the process and
 replaced by fla's function with its state copied home; the engine's fixed slots then give batch 1's tokens, and the
 verdicts name the fallback. ``--kernels own`` trusts unchecked (the wrong step then changes tokens: what the check
@@ -11,10 +11,10 @@ import warnings
 import pytest
 import torch
 
-from ccq_eval.family_models.gated_deltanet import decode_step as gdn_step
-from ccq_eval.family_models.gla import decode_step as gla_step
+from ccq_eval.ops.gated_deltanet import fused_recurrent as gdn_step
+from ccq_eval.ops.gla import fused_recurrent as gla_step
 from ccq_eval.generation.engine import generate
-from ccq_eval.models import kernel_trust
+from ccq_eval.ops import trust
 from tests.generation.test_engine import TOKENIZER, requests
 from tests.helpers import tiny_model
 from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
@@ -65,7 +65,7 @@ def test_a_faulty_step_is_caught_and_the_run_gives_batch_ones_tokens(kind, fault
     tokens, said = fixed_slots(model)
     assert tokens == expected
     assert len(said) == 1 and kernel in said[0], said  # once, naming the kernel
-    (verdict,) = [v for name, v in kernel_trust.verdicts().items() if name.startswith(kernel)]
+    (verdict,) = [v for name, v in trust.verdicts().items() if name.startswith(kernel)]
     assert verdict.startswith("reference") and ("differs" in verdict if fault == "wrong state" else "raised" in verdict)
 
 
@@ -76,7 +76,7 @@ def test_a_sound_step_is_trusted_and_named(kind):
     tokens, said = fixed_slots(model)
     assert tokens == batch_one(model) and not said
     _, kernel = STEPS[kind]
-    (verdict,) = [v for name, v in kernel_trust.verdicts().items() if name.startswith(kernel)]
+    (verdict,) = [v for name, v in trust.verdicts().items() if name.startswith(kernel)]
     assert verdict.startswith("own (agrees")
 
 
@@ -86,9 +86,9 @@ def test_kernels_own_trusts_unchecked_and_the_wrong_step_then_changes_tokens(mon
     model = tiny_model("gla")
     expected = batch_one(model)
     monkeypatch.setattr(gla_step, "_torch_step", wrong_state(gla_step))
-    kernel_trust.set_mode("own")
+    trust.set_mode("own")
     tokens, _ = fixed_slots(model)
-    assert tokens != expected and kernel_trust.verdicts() == {}
+    assert tokens != expected and trust.verdicts() == {}
 
 
 def test_kernels_reference_never_runs_the_own_step(monkeypatch):
@@ -96,10 +96,10 @@ def test_kernels_reference_never_runs_the_own_step(monkeypatch):
     model = tiny_model("gla")
     expected = batch_one(model)
     monkeypatch.setattr(gla_step, "_torch_step", raises)
-    kernel_trust.set_mode("reference")
+    trust.set_mode("reference")
     tokens, said = fixed_slots(model)
     assert tokens == expected and not said
-    assert all(v == "reference (--kernels reference)" for v in kernel_trust.verdicts().values())
+    assert all(v == "reference (--kernels reference)" for v in trust.verdicts().values())
 
 
 def test_a_step_not_in_place_is_caught():
@@ -110,13 +110,13 @@ def test_a_step_not_in_place_is_caught():
     def fresh(**kwargs):
         return kwargs["q"], kwargs["initial_state"].clone()
 
-    with pytest.raises(kernel_trust.NotInPlace):
-        kernel_trust.check_in_place(state, fresh(q=q, initial_state=state)[1])
+    with pytest.raises(trust.NotInPlace):
+        trust.check_in_place(state, fresh(q=q, initial_state=state)[1])
 
 
 def test_a_mode_other_than_the_three_is_refused():
     with pytest.raises(ValueError, match="auto"):
-        kernel_trust.set_mode("fast")
+        trust.set_mode("fast")
 
 
 def predictions(store) -> list:
@@ -146,7 +146,7 @@ def test_a_run_on_a_faulty_step_stores_batch_ones_predictions_and_names_the_fall
     assert main([*argv, "--store", str(tmp_path / "one.db"), "--batch-size", "1"]) == 0
     monkeypatch.setattr(engine, "fixed_slots", lambda layout: layout.refills)  # as on CUDA
     monkeypatch.setattr(gla_step, "_torch_step", wrong_state(gla_step))
-    kernel_trust.forget()
+    trust.forget()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main([*argv, "--store", str(tmp_path / "three.db"), "--batch-size", "3"]) == 0

@@ -12,9 +12,9 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from ccq_eval.family_models.gated_deltanet.decode_step import _gdn_step_kernel
-from ccq_eval.family_models.gla.decode_step import _gla_step_kernel
-from ccq_eval.models.ccq_step_kernel import _ccq_step_kernel
+from ccq_eval.ops.gated_deltanet.fused_recurrent import _gdn_step_kernel
+from ccq_eval.ops.gla.fused_recurrent import _gla_step_kernel
+from ccq_eval.ops.ccq.step import _ccq_step_kernel
 
 HOPPER = GPUTarget("cuda", 90, 32)
 

@@ -7,10 +7,10 @@ from fla.layers import gated_deltanet as fla_gdn_layer
 from fla.layers import gla as fla_gla_layer
 from transformers import AutoModelForCausalLM
 
-from ccq_eval.family_models.gated_deltanet.ccq import CCQGatedDeltaNetConfig
-from ccq_eval.family_models.gla.ccq import CCQGLAConfig
+from ccq_eval.models.ccq_models.gated_deltanet import CCQGatedDeltaNetConfig
+from ccq_eval.models.ccq_models.gla import CCQGLAConfig
 from ccq_eval.models import naive_contract_query
-from ccq_eval.models.ccq import CCQState
+from ccq_eval.ops.ccq import CCQState
 from tests.helpers import greedy_by_full_forward, left_padding_gaps, tiny_model
 
 FAMILIES = [("gla", "ccq_gla"), ("gated_deltanet", "ccq_gated_deltanet")]

@@ -1,10 +1,10 @@
-"""GLA (fla's ``gla``) and its trained CCQ version ``ccq_gla`` (ccq.py); its read on a CPU is cpu_ops.py."""
+"""GLA (fla's ``gla``) and its trained CCQ version ``ccq_gla`` (models/ccq_models/gla.py); its read on a CPU is ops/gla/cpu.py."""
 
 from __future__ import annotations
 
 from ccq_eval.families.base import Family, Patch, ccq_bytes, heads_of, short_conv_bytes, state_bytes
 
-OPS = "ccq_eval.family_models.gla.cpu_ops"
+OPS = "ccq_eval.ops.gla.cpu"
 
 
 def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
@@ -22,11 +22,11 @@ def cache_bytes(config: dict, length: int, dtype: str, ccq: bool) -> int | None:
 
 FAMILY = Family(
     cache_layout="packed", cached_chunks=True,
-    model_type="gla", name="GLA", cpu=True, ccq="ccq_gla", ccq_name="CCQ-GLA", ccq_models="ccq_eval.family_models.gla.ccq",
+    model_type="gla", name="GLA", cpu=True, ccq="ccq_gla", ccq_name="CCQ-GLA", ccq_models="ccq_eval.models.ccq_models.gla",
     patches=(Patch("fla.layers.gla", "chunk_gla", f"{OPS}:chunk_gla"),
              Patch("fla.layers.gla", "fused_recurrent_gla", f"{OPS}:fused_recurrent_gla"),
              Patch("fla.layers.gla", "fused_chunk_gla", f"{OPS}:fused_chunk_gla")),
     in_place_steps=(Patch("fla.layers.gla", "fused_recurrent_gla",
-                          "ccq_eval.family_models.gla.decode_step:fused_recurrent_gla_in_place"),),
+                          "ccq_eval.ops.gla.fused_recurrent:fused_recurrent_gla_in_place"),),
     cache_bytes=cache_bytes,
 )

@@ -1,5 +1,5 @@
 """Mamba2 (fla's ``mamba2``): its selective scan and convolution run fla's own torch fallback on a CPU, its gated
-group RMSNorm cpu_ops.py; CCQ does not apply."""
+group RMSNorm ops/mamba2/cpu.py; CCQ does not apply."""
 
 from __future__ import annotations
 
@@ -11,5 +11,5 @@ FAMILY = Family(
     gpu_note="mamba_ssm's kernels when installed, else fla's torch fallback",
     cpu_note="fla's torch fallback; its gated norm from the backend",
     summary=("fla's torch fallback", "mamba_ssm or fla's fallback"),
-    patches=(Patch("fla.modules.norm.layernorm_gated", "rmsnorm_fn", "ccq_eval.family_models.mamba2.cpu_ops:rmsnorm_fn"),),
+    patches=(Patch("fla.modules.norm.layernorm_gated", "rmsnorm_fn", "ccq_eval.ops.mamba2.cpu:rmsnorm_fn"),),
 )

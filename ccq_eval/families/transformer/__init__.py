@@ -1,11 +1,11 @@
 """Transformer++ (fla's ``transformer``): softmax attention through flash-attn's entry points, on a CPU through
-cpu_ops.py (torch's scaled_dot_product_attention); its cache is keys and values. CCQ does not apply."""
+ops/transformer/cpu.py (torch's scaled_dot_product_attention); its cache is keys and values. CCQ does not apply."""
 
 from __future__ import annotations
 
 from ccq_eval.families.base import NO_LINEAR_READ, Family, Patch, attention_cache_bytes
 
-OPS = "ccq_eval.family_models.transformer.cpu_ops"
+OPS = "ccq_eval.ops.transformer.cpu"
 
 FAMILY = Family(
     cache_layout="padded", cached_chunks=True,

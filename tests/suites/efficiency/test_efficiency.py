@@ -18,7 +18,7 @@ FAMILIES = ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "transform
 
 @pytest.fixture(scope="module")
 def cpu_backend():
-    from ccq_eval.models.cpu_backend import install_cpu_backend
+    from ccq_eval.ops.cpu_forms import install_cpu_backend
     from ccq_eval.models.kv_cache import install_growing_kv_cache
 
     install_cpu_backend()

@@ -1,1 +1,0 @@
-"""The retnet family's model code (its row: ccq_eval/families/retnet/)."""

@@ -1,1 +1,0 @@
-"""The transformer family's model code (its row: ccq_eval/families/transformer/)."""

@@ -1,0 +1,1 @@
+"""hgrn2: cpu.py (torch forms for fla's Triton-only functions on a CPU)."""

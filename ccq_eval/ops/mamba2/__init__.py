@@ -1,0 +1,1 @@
+"""mamba2: cpu.py (torch forms for fla's Triton-only functions on a CPU)."""

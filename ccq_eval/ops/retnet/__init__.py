@@ -1,0 +1,1 @@
+"""retnet: cpu.py (torch forms for fla's Triton-only functions on a CPU)."""
