@@ -26,12 +26,12 @@ LAYOUTS = ("packed", "separate", "padded")
 _noted: set[str] = set()  # model_types whose missing layout was noted once
 
 
-def layout_name(model) -> str:
-    """The family's layout; ``padded`` for a hybrid (its attention layers read positions and keep keys and values)
-    and for a family that states none."""
+def layout_name(model, family=None) -> str:
+    """The family's layout (``family``: the model's, where the caller has it); ``padded`` for a hybrid (its attention
+    layers read positions and keep keys and values) and for a family that states none."""
     from ccq_eval.families import family_of, hybrid_layers
 
-    declared = family_of(model).cache_layout
+    declared = (family or family_of(model)).cache_layout
     if declared and declared not in LAYOUTS:
         raise ValueError(f"family {model.config.model_type!r}: cache_layout {declared!r} is not one of {LAYOUTS}")
     if hybrid_layers(model.config.to_dict()):
@@ -111,13 +111,11 @@ class Padded:
 
     name, refills = "padded", False
 
-    def __init__(self, model):
+    def __init__(self, model, family):
         self.model = model
         # transformers' models take positions from the caller (generate() derives them from the mask); fla's layers
         # derive them from the mask themselves
-        from ccq_eval.families import family_of
-
-        self.passes_positions = family_of(model).origin == "transformers"
+        self.passes_positions = family.origin == "transformers"
 
     def prefill(self, prompts: list[tuple[int, ...]]) -> tuple[Batch, torch.Tensor]:
         width, device = max(len(p) for p in prompts), self.model.device
@@ -161,5 +159,9 @@ def pads(model) -> bool:
 
 
 def layout_for(model):
-    name = layout_name(model)
-    return Padded(model) if name == "padded" else Independent(model, packed=name == "packed", pad=pads(model))
+    """The model's layout, its family resolved once."""
+    from ccq_eval.families import family_of
+
+    family = family_of(model)
+    name = layout_name(model, family)
+    return Padded(model, family) if name == "padded" else Independent(model, packed=name == "packed", pad=pads(model))

@@ -71,7 +71,9 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
         if label in cells.index and column in cells.columns:
             cells.at[label, column] = (f"{result.delta:+.{digits}f} [{result.low:+.{digits}f}, {result.high:+.{digits}f}] "
                                        f"({p_text(result.p_value)})")
-    ranked = values.drop(index=list(compared))
+    kinds = {label: DELTA_ROW if label in compared else REPORTED_ROW for label in values.index
+             if label in compared or str(label).endswith(REPORTED)}
+    ranked = values.drop(index=list(kinds))  # the best of a column is the best measured value: no reported or delta row
     csv_low = csv_high = None
     if low is not None:
         csv_low, csv_high = (low.reindex(index=values.index, columns=values.columns),
@@ -79,7 +81,5 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
         if csv_low.isna().all().all():
             csv_low = csv_high = None  # no interval could be formed (e.g. one sequence per corpus)
     direction = {c: table.higher_is_better(c) for c in values.columns}
-    kinds = {label: DELTA_ROW if label in compared else REPORTED_ROW for label in values.index
-             if label in compared or str(label).endswith(REPORTED)}
     return Rendered(grid(ranked, cells, table.caption, direction, families, kinds),
                     to_csv(values, csv_low, csv_high, families))

@@ -112,3 +112,17 @@ def test_a_family_that_states_nothing_gets_the_safe_paths_with_a_note(monkeypatc
     monkeypatch.setattr(families, "family_of", lambda m: dataclasses.replace(silent, cache_layout="stacked"))
     with pytest.raises(ValueError, match="cache_layout 'stacked' is not one of"):
         layouts.layout_name(model)
+
+
+@pytest.mark.parametrize("kind", ["gla", "transformer"])
+def test_layout_for_resolves_the_family_once(kind, monkeypatch):
+    import ccq_eval.families as families
+    from ccq_eval.generation.layouts import layout_for
+    from tests.helpers import tiny_model
+
+    model = tiny_model(kind)
+    asked = []
+    resolve = families.family_of
+    monkeypatch.setattr(families, "family_of", lambda m: (asked.append(m), resolve(m))[1])
+    layout_for(model)
+    assert len(asked) == 1

@@ -118,3 +118,19 @@ def test_depth_heatmap_wraps_into_rows_of_five_and_stays_readable(tmp_path):
     png = write_figure(fig, tmp_path / "f", "sniah-depth")[0]
     width, height = Image.open(png).size
     assert width <= 2500 and height <= 2500, (width, height)
+
+
+def test_only_a_measured_value_is_bold_however_high_a_reported_row():
+    """The caption says "the best measured value of a column in bold": a reported row (the paper's, --reference)
+    above every measured one is shown, never bold; the best measured value is."""
+    import pandas as pd
+
+    from ccq_eval.report.table import Table, TableOptions, render
+
+    measured = pd.DataFrame({"S1 1K": [40.0, 90.0]}, index=["GLA", "CCQ-GLA"])
+    reported = pd.DataFrame({"S1 1K": [99.0]}, index=["GLA [paper] (reported)"])
+    table = Table(measured, "S-NIAH; the best measured value of a column in bold", reference=reported)
+    grid = render(table, TableOptions(reference=True)).grid
+    bold = grid.bold["S1 1K"].to_dict()
+    assert bold == {"GLA": False, "CCQ-GLA": True, "GLA [paper] (reported)": False}, bold
+    assert grid.kind("GLA [paper] (reported)") == "reported"
