@@ -237,12 +237,8 @@ def _own_against_reference(call) -> tuple[float, bool]:
         expected = call.reference()
         expected_state = call.state.clone()
         call.state.copy_(before)
-        mode = trust.mode()
-        trust.set_mode("own")
-        try:
+        with trust.forced("own"):
             got = call.own()
-        finally:
-            trust.set_mode(mode)
     o, returned = (got[0], got[1]) if isinstance(got, tuple) else (got, None)
     if returned is not None and not isinstance(returned, torch.Tensor):
         returned = returned.cov  # CCQ's step returns its statistics
@@ -262,12 +258,8 @@ def own_kernels(check: Check) -> None:
     for call in checks.calls(batch, dtype, check.device):
         verdict = checks.check(call)
         difference, in_place = _own_against_reference(call)
-        own_mode = trust.mode()
-        trust.set_mode("own")
-        try:
+        with trust.forced("own"):
             own_ms = checks.timed_ms(call.own, check.device)
-        finally:
-            trust.set_mode(own_mode)
         reference_ms = checks.timed_ms(call.reference, check.device)
         copy_ms = checks.copy_ms(call.state, check.device)
         check.result("own_kernels", kernel=call.kernel.split(",")[0].replace(" ", "_"), family=call.family, batch=batch,

@@ -56,14 +56,10 @@ def ledgered(book: OpLedger, family: str):
     the own kernels trusted unchecked (their first-use check is not part of a step)."""
     from ccq_eval.ops import trust
 
-    mode = trust.mode()
-    trust.set_mode("own")
     book.skip_matmuls = True
-    try:
-        with torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), fla_functions_scoped(book), book:
-            yield
-    finally:
-        trust.set_mode(mode)
+    with trust.forced("own"), torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), \
+            fla_functions_scoped(book), book:
+        yield
 
 
 def totals(book: OpLedger) -> dict:

@@ -20,20 +20,20 @@ LM = ("wikitext", "lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy
 
 def _run(store: Store, label: str) -> str:
     return store.writes.begin_run({"label": label, "model_spec": f"ORG/{label}", "weights_sha256": "ab" * 32,
-                            "model_config": {"model_type": "gla"}, "ccq_overrides": {}, "dtype": "bfloat16",
-                            "device": "cuda", "batch_size": 1, "seeds": {"seed": 0}, "command_line": f"ccq-eval --model ORG/{label}",
-                            "versions": {"torch": "2.13.0", "checkpoint": f"ORG/{label}@{'c' * 40}",
-                                         "machine": {"threads": {"torch": 16}}}})
+                                   "model_config": {"model_type": "gla"}, "ccq_overrides": {}, "dtype": "bfloat16",
+                                   "device": "cuda", "batch_size": 1, "seeds": {"seed": 0}, "command_line": f"ccq-eval --model ORG/{label}",
+                                   "versions": {"torch": "2.13.0", "checkpoint": f"ORG/{label}@{'c' * 40}",
+                                                "machine": {"threads": {"torch": 16}}}})
 
 
 def _unit(store, run, label, suite, task, length, metrics, samples, status="complete", reason=None, fingerprint=None):
     metric_rows = [{"label": label, "model": label, "metric": name, "value": value, "n": len(samples) or 1,
                     "higher_is_better": higher, "is_primary": primary} for name, value, higher, primary in metrics]
     store.writes.write_unit({"run_id": run, "suite": suite, "task": task, "context_length": length,
-                      "unit_key": f"{label}/{suite}/{task}/{length}", "status": status, "reason": reason,
-                      "started": STARTED, "finished": STARTED, "settings": {"haystack": None},
-                      "dataset_fingerprint": fingerprint},
-                     metric_rows if status == "complete" else [], samples if status == "complete" else [])
+                             "unit_key": f"{label}/{suite}/{task}/{length}", "status": status, "reason": reason,
+                             "started": STARTED, "finished": STARTED, "settings": {"haystack": None},
+                             "dataset_fingerprint": fingerprint},
+                            metric_rows if status == "complete" else [], samples if status == "complete" else [])
 
 
 def sniah_prompts(rng: random.Random, n: int) -> list[dict]:

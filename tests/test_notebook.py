@@ -18,15 +18,15 @@ def fixture_store(tmp_path):
     store = Store(tmp_path / "ccq.db")
     for label, base in (("GLA", 20.0), ("CCQ-GLA", 18.0)):
         run_id = store.writes.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
-                                  "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
-                                  "seeds": {}, "command_line": "", "versions": {}})
+                                         "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
+                                         "seeds": {}, "command_line": "", "versions": {}})
         for corpus in ("pg19", "qasper"):
             for length in (4096, 8192, 12288):
                 store.writes.write_unit({"run_id": run_id, "suite": "longppl", "task": f"longppl_{corpus}",
-                                  "context_length": length, "unit_key": f"{label}{corpus}{length}", "status": "complete",
-                                  "started": "2026-01-01", "finished": "2026-01-01", "settings": {}},
-                                 [{"label": label, "model": label, "metric": "perplexity", "value": base + length / 4096,
-                                   "n": 2, "higher_is_better": False, "is_primary": True}], [])
+                                         "context_length": length, "unit_key": f"{label}{corpus}{length}", "status": "complete",
+                                         "started": "2026-01-01", "finished": "2026-01-01", "settings": {}},
+                                        [{"label": label, "model": label, "metric": "perplexity", "value": base + length / 4096,
+                                          "n": 2, "higher_is_better": False, "is_primary": True}], [])
     return tmp_path / "ccq.db"
 
 

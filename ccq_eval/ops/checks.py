@@ -36,13 +36,12 @@ class KernelCall:
 
 
 def _route(model_type: str):
-    """(fla's function, ccq-eval's in-place step, the route's kernel name) of a family's one-token read."""
+    """(the family's one-token route, fla's function it routes) of a family's in-place step."""
     from ccq_eval.families import family
-    from ccq_eval.ops.in_place import kernel_name
 
     (route,) = family(model_type).in_place_steps
     original = getattr(importlib.import_module(route.module), route.symbol)
-    return getattr(original, "ccq_routed_original", original), route.resolved(), kernel_name(route)
+    return route, getattr(original, "ccq_routed_original", original)
 
 
 def _step_inputs(model_type: str, B: int, H: int, K: int, V: int, dtype, device, g: torch.Generator) -> dict:
@@ -65,19 +64,15 @@ def _step_inputs(model_type: str, B: int, H: int, K: int, V: int, dtype, device,
 
 
 def in_place_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> KernelCall:
-    from ccq_eval.ops.in_place import routes_written_in_place
+    from ccq_eval.ops.in_place import kernel_name, routes_written_in_place
 
-    original, step, kernel = _route(model_type)
+    route, original = _route(model_type)
     heads = PAPER_HEADS[model_type]
     kwargs = _step_inputs(model_type, batch, **heads, dtype=dtype, device=device,
                           g=torch.Generator().manual_seed(seed))
-    from ccq_eval.families import family
 
-    routes = family(model_type).in_place_steps
-
-    def own():
-        with routes_written_in_place(routes):
-            (route,) = routes
+    def own():  # through the route, as the fixed slots call it: the trust check included
+        with routes_written_in_place((route,)):
             return getattr(importlib.import_module(route.module), route.symbol)(**kwargs)
 
     def reference():
@@ -85,7 +80,7 @@ def in_place_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> 
         kwargs["initial_state"].copy_(new)  # the copy home the fixed slots make of a new state
         return o
 
-    return KernelCall(kernel, model_type, heads, own, reference, kwargs["initial_state"])
+    return KernelCall(kernel_name(route), model_type, heads, own, reference, kwargs["initial_state"])
 
 
 def ccq_step_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> KernelCall:

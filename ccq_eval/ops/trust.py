@@ -13,6 +13,7 @@ records (each unit's settings, ``kernels``), and ``ccq-eval env`` shows it after
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -70,6 +71,17 @@ def mode() -> str:
     return _MODE
 
 
+@contextlib.contextmanager
+def forced(chosen: str):
+    """Inside the block the mode is ``chosen`` (a measurement of the kernels themselves), then what it was."""
+    saved = _MODE
+    set_mode(chosen)
+    try:
+        yield
+    finally:
+        set_mode(saved)
+
+
 def verdicts() -> dict[str, str]:
     """Each own kernel met in this process -> its path and why (what a run's provenance records)."""
     return {v.name: f"{v.path} ({v.why})" for v in _VERDICTS.values()}
@@ -102,6 +114,11 @@ def relative_difference(got: torch.Tensor, expected: torch.Tensor) -> float:
     scale = float(expected.abs().max()) if expected.numel() else 0.0
     value = difference / max(scale, 1e-30)
     return float("inf") if value != value else value
+
+
+def _describe(x: torch.Tensor, shape: dict) -> str:
+    """"H=4 K=256 HV=4 V=512 bfloat16 cuda": the heads, dtype and device a verdict holds for."""
+    return " ".join(f"{k}={v}" for k, v in shape.items()) + f" {str(x.dtype).removeprefix('torch.')} {x.device.type}"
 
 
 def _capturing() -> bool:
@@ -138,21 +155,22 @@ def trusted(kernel: str, x: torch.Tensor, triton: bool, shape: dict, options: di
     the largest relative difference (raising where it is not in place)."""
     if _MODE == "own":
         return True
-    form = form_of(x, triton)
-    described = " ".join(f"{k}={v}" for k, v in shape.items()) + f" {str(x.dtype).removeprefix('torch.')} " \
-                                                                  f"{x.device.type}"
-    key = (kernel, form, described, tuple(sorted(options.items())), torch.is_grad_enabled())
+    # every layer asks at every step: the key is plain values, its text written only when a verdict is
+    key = (kernel, triton, x.device.type, x.dtype, tuple(shape.items()), tuple(sorted(options.items())),
+           torch.is_grad_enabled())
     if key in _DECLINED:
         return False
     if _MODE == "reference":
-        _VERDICTS.setdefault(key, Verdict(kernel, form, described, "reference", "--kernels reference"))
+        if key not in _VERDICTS:
+            _VERDICTS[key] = Verdict(kernel, form_of(x, triton), _describe(x, shape), "reference",
+                                     "--kernels reference")
         return False
     known = _VERDICTS.get(key)
     if known is None:
         if _capturing():  # a trial reads values back; a graph captured now takes the reference (checked first)
             return False
         try:
-            known = _decide(key, kernel, form, described, x.dtype, trial)
+            known = _decide(key, kernel, form_of(x, triton), _describe(x, shape), x.dtype, trial)
         except Declined:
             _DECLINED.add(key)
             return False

@@ -127,8 +127,9 @@ class Rescorer:
             versions = {**(source.versions or {}), "rescored_by": self.rescored_by}
             record = {f: getattr(source, f) for f in ("label", "model_spec", "weights_sha256", "model_config",
                                                        "ccq_overrides", "dtype", "device", "batch_size", "seeds")}
-            self.new_runs[source_run_id] = self.store.writes.begin_run({**record, "command_line": self.command_line,
-                                                                 "versions": versions, "git_sha": self.rescored_by["git_sha"]})
+            self.new_runs[source_run_id] = self.store.writes.begin_run(
+                {**record, "command_line": self.command_line, "versions": versions,
+                 "git_sha": self.rescored_by["git_sha"]})
         return self.new_runs[source_run_id]
 
     def rescore_unit(self, cell, unit_row, done: Rescored) -> None:

@@ -90,8 +90,8 @@ def test_pairs_come_from_the_labels_conventions():
 
 def _run(store, label):
     return store.writes.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
-                            "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
-                            "seeds": {}, "command_line": "", "versions": {}})
+                                   "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
+                                   "seeds": {}, "command_line": "", "versions": {}})
 
 
 def _sniah(store, run, label, scores):
@@ -99,8 +99,8 @@ def _sniah(store, run, label, scores):
                 "higher_is_better": True, "is_primary": True}]
     samples = [{"idx": i, "prompt_sha256": f"prompt{i}", "score": s, "fields": {"depth": 0}} for i, s in enumerate(scores)]
     store.writes.write_unit({"run_id": run, "suite": "sniah", "task": "sniah_1", "context_length": 1024,
-                      "unit_key": f"{label}-sniah", "status": "complete", "started": "2026-01-01T00:00:00",
-                      "finished": "2026-01-01T00:00:00", "settings": {"haystack": None}}, metrics, samples)
+                             "unit_key": f"{label}-sniah", "status": "complete", "started": "2026-01-01T00:00:00",
+                             "finished": "2026-01-01T00:00:00", "settings": {"haystack": None}}, metrics, samples)
 
 
 def _longppl(store, run, label, nll_per_token):
@@ -109,8 +109,8 @@ def _longppl(store, run, label, nll_per_token):
     samples = [{"idx": i, "prompt_sha256": f"seq{i}", "score": float(np.exp(v)),
                 "fields": {"nll_sum": v * 1024, "tokens": 1024}} for i, v in enumerate(nll_per_token)]
     store.writes.write_unit({"run_id": run, "suite": "longppl", "task": "longppl_essays", "context_length": 1024,
-                      "unit_key": f"{label}-ppl", "status": "complete", "started": "2026-01-01T00:00:00",
-                      "finished": "2026-01-01T00:00:00", "settings": {}}, metrics, samples)
+                             "unit_key": f"{label}-ppl", "status": "complete", "started": "2026-01-01T00:00:00",
+                             "finished": "2026-01-01T00:00:00", "settings": {}}, metrics, samples)
 
 
 def test_the_pairs_table_tests_each_seed_and_summarises_the_seeds(tmp_path):

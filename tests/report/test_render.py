@@ -20,15 +20,15 @@ def _unit(store, run_id, label, task, length, score, n=50, status="complete", fi
         {"idx": i, "target": "1", "prediction": "1", "score": 100.0 if i < score / 100 * n else 0.0,
          "fields": {"depth": (i * 7) % 100}} for i in range(n)]
     store.writes.write_unit({"run_id": run_id, "suite": "sniah", "task": task, "context_length": length,
-                      "unit_key": f"{label}{task}{length}{finished}", "status": status, "started": finished,
-                      "finished": finished, "settings": settings, "reason": "boom" if status == "failed" else None},
-                     metrics, samples)
+                             "unit_key": f"{label}{task}{length}{finished}", "status": status, "started": finished,
+                             "finished": finished, "settings": settings, "reason": "boom" if status == "failed" else None},
+                            metrics, samples)
 
 
 def _run(store, label):
     return store.writes.begin_run({"label": label, "model_spec": label, "weights_sha256": "w", "model_config": {},
-                            "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
-                            "seeds": {}, "command_line": "", "versions": {}})
+                                   "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1,
+                                   "seeds": {}, "command_line": "", "versions": {}})
 
 
 @pytest.fixture

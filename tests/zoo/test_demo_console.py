@@ -44,13 +44,13 @@ def test_summary_fits_100_columns(tmp_path):
 
     store = Store(tmp_path / "ccq.db")
     run = store.writes.begin_run({"label": "x" * 60, "model_spec": "m", "weights_sha256": "w", "model_config": {},
-                           "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1, "seeds": {},
-                           "command_line": "", "versions": {}})
+                                  "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1, "seeds": {},
+                                  "command_line": "", "versions": {}})
     for task, length, value in (("sniah_1", 1024, 82.0), ("sniah_1", 8192, 4.0), ("longppl_essays_heldout", 1024, 3.25), ("longppl_essays", 8192, 1.5)):
         store.writes.write_unit({"run_id": run, "suite": "s", "task": task, "context_length": length, "unit_key": task + str(length),
-                          "status": "complete", "started": "t", "finished": "t", "settings": {}, "reason": None},
-                         [{"label": "x" * 60, "model": "m", "metric": "score", "value": value, "stderr": None, "n": 1,
-                           "higher_is_better": True, "is_primary": True}], [])
+                                 "status": "complete", "started": "t", "finished": "t", "settings": {}, "reason": None},
+                                [{"label": "x" * 60, "model": "m", "metric": "score", "value": value, "stderr": None, "n": 1,
+                                  "higher_is_better": True, "is_primary": True}], [])
     text = demo_console.summary(tmp_path / "ccq.db", [1024, 2048, 8192], tmp_path / "demo")
     lines = text.splitlines()
     assert all(len(line) <= WIDTH for line in lines)

@@ -57,12 +57,12 @@ def test_lm_and_longbench_tables_carry_stderr_intervals(tmp_path):
 
     store = Store(tmp_path / "s.db")
     run = store.writes.begin_run({"label": "m", "model_spec": "m", "weights_sha256": "w", "model_config": {},
-                           "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1, "seeds": {},
-                           "command_line": "", "versions": {}})
+                                  "ccq_overrides": {}, "dtype": "float32", "device": "cpu", "batch_size": 1, "seeds": {},
+                                  "command_line": "", "versions": {}})
     store.writes.write_unit({"run_id": run, "suite": "lm", "task": "piqa", "context_length": 2048, "unit_key": "k",
-                      "status": "complete", "started": "t", "finished": "t", "settings": {}},
-                     [{"label": "m", "model": "m", "metric": "acc", "value": 60.0, "stderr": 2.0, "n": 100,
-                       "higher_is_better": True, "is_primary": True}], [])
+                             "status": "complete", "started": "t", "finished": "t", "settings": {}},
+                            [{"label": "m", "model": "m", "metric": "acc", "value": 60.0, "stderr": 2.0, "n": 100,
+                              "higher_is_better": True, "is_primary": True}], [])
     md = render_table(store, "lm", ci=True)["md"]
     assert "60.00 ± 3.92" in md
     assert "60.00 ±" not in render_table(store, "lm")["md"]
