@@ -29,11 +29,12 @@ def main() -> None:
     from lm_eval.api.instance import Instance
 
     from ccq_eval.generation.text import Ask, engine_request
-    from ccq_eval.lm.wrapper import CCQEvalLM
     from ccq_eval.models import load_model
+    from ccq_eval.run import checkpoint_evaluand
 
-    model, tokenizer, _ = load_model(args.model, device="cpu")
-    lm = CCQEvalLM(model, tokenizer, max_length=args.length, batch_size=args.samples)
+    model, tokenizer, provenance = load_model(args.model, device="cpu")
+    evaluand = checkpoint_evaluand(model, tokenizer, provenance, max_length=args.length, batch_size=args.samples)
+    lm = evaluand.lm
     filler = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
     prompts = [(filler * (args.length // len(filler)))[: args.length - 300] + f" The special magic number for item {i}"
                f" is: {1000003 * (i + 1) % 9999991}. What is the special magic number for item {i}? The number is"
@@ -41,11 +42,12 @@ def main() -> None:
     answers = [f" {1000003 * (i + 1) % 9999991}" for i in range(args.samples)]
 
     def fused():
-        return [r.continuation_nll for r in lm.generate([engine_request(Ask(i, p, 128, score=a), tokenizer, args.length)
-                                                          for i, (p, a) in enumerate(zip(prompts, answers))])]
+        requests = [engine_request(Ask(i, p, 128, score=a), tokenizer, args.length)
+                    for i, (p, a) in enumerate(zip(prompts, answers))]
+        return [r.continuation_nll for r in evaluand.generate(requests)]
 
     def reference():
-        lm.generate([engine_request(Ask(i, p, 128), tokenizer, args.length) for i, p in enumerate(prompts)])
+        evaluand.generate([engine_request(Ask(i, p, 128), tokenizer, args.length) for i, p in enumerate(prompts)])
         scored = lm.loglikelihood([Instance("loglikelihood", {}, (p, a), i)
                                    for i, (p, a) in enumerate(zip(prompts, answers))], disable_tqdm=True)
         return [-logprob / len(tokenizer(a, add_special_tokens=False)["input_ids"])

@@ -1,6 +1,6 @@
 """Generation batch size on this machine: the same S-NIAH-style prompts through lm-eval's generate_until
 and the real wrapper at several batch sizes, side by side (what `--batch-size auto` resolves to on CPU
-rests on this; on a GPU it is the largest that fits, lm/batching.py).
+rests on this; on a GPU it is the largest that fits, run/batching.py).
 
     python benchmarks/batch_size.py [--sizes 1,4,16] [--prompts 16] [--length 2048] [--repeats 3]
 """
@@ -30,17 +30,17 @@ def main() -> int:
 
     from lm_eval.api.instance import Instance
 
-    from ccq_eval.lm.wrapper import CCQEvalLM
     from ccq_eval.models import load_model
+    from ccq_eval.run import checkpoint_evaluand
 
-    model, tokenizer, _ = load_model(args.model, device="cpu")
+    model, tokenizer, provenance = load_model(args.model, device="cpu")
     essay = (Path(__file__).resolve().parent.parent / "ccq_eval" / "data" / "text").glob("*")
     text = "".join(p.read_text(errors="ignore") for p in sorted(essay) if p.is_file())
     prompts = [text[i * 97: i * 97 + args.length - 40 - i] + " The special magic number is" for i in range(args.prompts)]
     gen = {"do_sample": False, "temperature": 0.0, "max_gen_toks": args.tokens, "until": []}
     results, outputs = {}, {}
     for size in (int(s) for s in args.sizes.split(",")):
-        lm = CCQEvalLM(model, tokenizer, max_length=args.length + args.tokens, batch_size=size)
+        lm = checkpoint_evaluand(model, tokenizer, provenance, max_length=args.length + args.tokens, batch_size=size).lm
         times = []
         for _ in range(args.repeats):
             start = time.perf_counter()

@@ -62,9 +62,9 @@ def one_pass(model, docs) -> tuple[dict, int]:
 def per_length_rolling(model, tokenizer, docs) -> tuple[dict, int]:
     from lm_eval.api.instance import Instance
 
-    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.run import checkpoint_evaluand
 
-    lm = CCQEvalLM(model, tokenizer, max_length=LENGTHS[-1])
+    lm = checkpoint_evaluand(model, tokenizer, {}, max_length=LENGTHS[-1], batch_size=1, tokenizer_path="").lm
     sums, tokens = {}, 0
     for L in LENGTHS:
         requests = [Instance("loglikelihood_rolling", doc={}, arguments=(tokenizer.decode(ids[1 : L + 1]),), idx=i)

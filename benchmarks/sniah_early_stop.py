@@ -1,5 +1,5 @@
 """S-NIAH's early stop (a row stops once every needle value is in its output) against decoding all 128
-tokens, side by side on the same prompts, through the real wrapper's generate (the driver's call).
+tokens, side by side on the same prompts, through the engine's generator (the driver's call).
 
 zoo:gla-tiny does not retrieve, so the answer a retrieving model would give is stood in for by what this model
 writes: each prompt's "needle value" is the first --answer-chars characters of its own full decoding (a
@@ -32,12 +32,12 @@ def main() -> int:
     args = parser.parse_args()
 
     from ccq_eval.generation.text import Ask, completion_text, engine_request
-    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.generation.generator import EngineGenerator
     from ccq_eval.models import load_model
     from ccq_eval.suites.sniah.scoring import all_values_found, ruler_string_match
 
     model, tokenizer, _ = load_model("zoo:gla-tiny", device="cpu")
-    lm = CCQEvalLM(model, tokenizer, max_length=1024, batch_size=args.batch)
+    engine = EngineGenerator(model, tokenizer, args.batch)
     prompts = [f"One of the special magic numbers for item {i} is: {1000003 * (i + 1) % 9999991}. " * 12
                + f"What is the special magic number for item {i}? The special magic number for item {i} is"
                for i in range(args.prompts)]
@@ -46,7 +46,7 @@ def main() -> int:
         requests = [engine_request(Ask(i, p, 128, stop_when=rule), tokenizer, 1024)
                     for i, (p, rule) in enumerate(zip(prompts, predicates))]
         start = time.perf_counter()
-        results = lm.generate(requests)
+        results = engine.generate(requests)
         return (time.perf_counter() - start, sum(r.predicate_steps for r in results),
                 [completion_text(tokenizer, r.tokens, ()) for r in results])
 

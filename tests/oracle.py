@@ -22,8 +22,8 @@ def wrong_value(value: str) -> str:
 
 
 class GeneratesOnly:
-    """lm.adapter.ModelAdapter for a stand-in that only generates (rank and world size are lm-eval's LM's): no budget
-    to set, no likelihoods. A subclass writes ``respond(prompt) -> text``; ``generate`` (the generating suites' call)
+    """generation.generator.Generator and lm.adapter.ModelAdapter for a stand-in that only generates: no budget to
+    set, no likelihoods. A subclass writes ``respond(prompt) -> text``; ``generate`` (the generating suites' call)
     reads each request's prompt ids with the byte tokenizer and answers in its tokens, ``generate_until`` (lm-eval's)
     answers its contexts."""
 
@@ -74,7 +74,8 @@ def answers_loader(name: str, answer):
     def load(request, max_length):
         provenance = {"weights_sha256": name, "config": {"model_type": "scripted", "name": name}, "dtype": "none",
                       "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=AnswersFromPrompt(answer), tokenizer=byte_tokenizer(), tokenizer_path="bytes",
+        model = AnswersFromPrompt(answer)
+        return Evaluand(generator=model, lm=model, tokenizer=byte_tokenizer(), tokenizer_path="bytes",
                         provenance=provenance)
     return load
 
@@ -137,7 +138,8 @@ def oracle_loader(tokenizer_dir, wrong=False, share=1.0):
                       "config": {"model_type": "oracle", "wrong": wrong, "share": share},
                       "dtype": "none", "device": "cpu", "ccq_overrides": {},
                       "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=OracleLM(wrong=wrong, share=share), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
+        model = OracleLM(wrong=wrong, share=share)
+        return Evaluand(generator=model, lm=model, tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
                         provenance=provenance)
     return load
 

@@ -5,17 +5,17 @@ import os
 import sys
 
 from ccq_eval.cli import main
-from ccq_eval.lm.wrapper import CCQEvalLM
+from ccq_eval.generation.generator import EngineGenerator
 
-_engine = CCQEvalLM._engine
+_engine = EngineGenerator._engine
 
 
 def logged_engine(self, requests):
     with open(os.environ["RANK_LOG"], "a") as handle:
-        handle.write(f"{self.rank} {len(requests)}\n")
+        handle.write(f"{self.ranks.rank} {len(requests)}\n")
     return _engine(self, requests)
 
 
 if __name__ == "__main__":
-    CCQEvalLM._engine = logged_engine
+    EngineGenerator._engine = logged_engine
     sys.exit(main(sys.argv[1:]))

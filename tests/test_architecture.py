@@ -67,7 +67,7 @@ def find_cycle(graph):
 def test_no_import_cycle_anywhere_in_the_package():
     graph = import_graph()
     assert len(graph) > 40 and "ccq_eval.suites.sniah.driver" in graph  # the walk saw the whole tree
-    assert "ccq_eval.lm.ranks" in graph["ccq_eval.lm.wrapper"]  # and lazy imports count
+    assert "ccq_eval.generation.text" in graph["ccq_eval.lm.wrapper"]  # and lazy imports count
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -170,7 +170,7 @@ def test_the_runner_and_the_cli_know_suites_only_through_the_interface():
 
 
 def test_the_lm_eval_adapter_knows_no_suite():
-    """lm/ is generic: what one suite needs of decoding comes with its call (lm/decoding.py), and nothing in
+    """lm/ is generic: what one suite needs of decoding comes with its requests (generation/text.py), and nothing in
     lm/ imports a suite, names one, or replaces an lm-eval function."""
     graph = import_graph()
     for module in [m for m in graph if m.startswith("ccq_eval.lm")]:
@@ -335,7 +335,7 @@ STAND_IN_TELLS = re.compile(r"hasattr\(\s*\w*lm\w*\s*,|isinstance\([^)]*CCQEvalL
 
 
 def test_no_production_module_asks_what_kind_of_model_it_holds():
-    """A driver asks the model adapter's interface (lm/adapter.py), never whether the model is the real adapter or
+    """A driver asks the evaluand's interfaces (generation/generator.py, lm/adapter.py), never whether the model is the real adapter or
     a test's stand-in; the tests' stand-ins implement the same interface (tests/oracle.py)."""
     told = {str(p.relative_to(REPO)): STAND_IN_TELLS.search(p.read_text()).group() for p in PACKAGE.rglob("*.py")
             if STAND_IN_TELLS.search(p.read_text())}
@@ -345,16 +345,27 @@ def test_no_production_module_asks_what_kind_of_model_it_holds():
         assert STAND_IN_TELLS.search(tell), tell
 
 
-def test_the_stand_ins_and_the_real_adapter_implement_the_adapter_interface(tmp_path):
+def test_the_stand_ins_and_the_real_adapter_implement_the_interfaces(tmp_path):
+    from ccq_eval.generation.generator import EngineGenerator, Generator
     from ccq_eval.lm.adapter import ModelAdapter
     from tests.oracle import OracleLM
 
-    assert isinstance(OracleLM(), ModelAdapter) and not OracleLM().scores_text
-    assert not isinstance(object(), ModelAdapter)
+    assert isinstance(OracleLM(), ModelAdapter) and isinstance(OracleLM(), Generator) and not OracleLM().scores_text
+    assert not isinstance(object(), ModelAdapter) and not isinstance(object(), Generator)
     from ccq_eval.lm.wrapper import CCQEvalLM
 
-    assert all(hasattr(CCQEvalLM, member) for member in ("budget", "generate", "rank", "world_size"))
-    assert CCQEvalLM.scores_text
+    assert all(hasattr(CCQEvalLM, member) for member in ("budget", "rank", "world_size"))
+    assert not hasattr(CCQEvalLM, "generate")  # the engine is reached through the evaluand, not lm-eval's class
+    assert EngineGenerator.scores_text
+
+
+def test_the_lm_eval_bridge_imports_only_the_engines_types():
+    """lm/ is lm-eval's side alone: of generation/ it knows the request and text types, and the engine reaches it as
+    a function it is handed (run/evaluand.py builds both)."""
+    graph = import_graph()
+    reached = {t for m in graph if m.startswith("ccq_eval.lm") for t in graph[m] if t.startswith("ccq_eval.generation")}
+    assert reached <= {"ccq_eval.generation", "ccq_eval.generation.request", "ccq_eval.generation.text"}, reached
+    assert "ccq_eval.generation.text" in reached  # the check sees lm/'s imports
 
 
 def test_each_protocol_number_is_one_constant():

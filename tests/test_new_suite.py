@@ -52,7 +52,7 @@ class ToyDriver(Driver):
     def evaluate(self, unit, model):
         ids = torch.tensor([model.tokenizer(TEXT)["input_ids"][: unit.context_length]])
         with torch.no_grad():
-            nll = float(torch.nn.functional.cross_entropy(model.lm.model(ids).logits[0, :-1], ids[0, 1:]))
+            nll = float(torch.nn.functional.cross_entropy(model.model(ids).logits[0, :-1], ids[0, 1:]))
         scale = self.inputs.options["toy-scale"] * (2 if unit.task == "toy_b" else 1)
         return UnitOutcome("complete", metrics=[Metric("score", nll * scale, is_primary=True)])
 '''

@@ -84,7 +84,7 @@ def _compile(args, device: str, lengths: tuple[int, ...], drivers: list) -> int:
     if not compiles_fla_kernels(provenance):
         print(f"nothing to compile: {family_name(provenance['config'])} runs native torch")
         return 0
-    from ccq_eval.lm.batching import default_batch_size
+    from ccq_eval.run.batching import default_batch_size
 
     batch = args.batch_size or default_batch_size(device)
     for driver in {call_key(driver): driver for driver in drivers}.values():  # each way of calling the model once

@@ -1,2 +1,3 @@
-"""lm-eval: the LM wrapper (wrapper.py) and the one call into lm-eval every suite uses (harness.py).
-Importing this package imports neither; both import lm-eval."""
+"""The lm-eval bridge: the LM wrapper (wrapper.py, strict.py), the one call into lm-eval the lm-eval suites make
+(harness.py), the context budget (context.py), task YAMLs read as lm-eval reads them (task_yaml.py) and
+``ccq-eval lm-eval`` (stock_cli.py). Importing this package imports none of them; the first two import lm-eval."""

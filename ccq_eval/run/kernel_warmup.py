@@ -119,8 +119,8 @@ def warm_up(evaluand, drivers: list[tuple[object, int]], batch: int, out=print) 
         key = call_key(driver)
         if key not in longest or length > longest[key][1]:
             longest[key] = (driver, length)
-    speaks = evaluand.lm.rank == 0  # one rank speaks for a data-parallel run
-    return [compile_and_say(evaluand.lm.model, evaluand.provenance, length, batch,
+    speaks = evaluand.ranks.rank == 0  # one rank speaks for a data-parallel run
+    return [compile_and_say(evaluand.model, evaluand.provenance, length, batch,
                             out=out if speaks else (lambda line: None), exercise=driver.exercise,
                             calls=driver.model_calls)
             for driver, length in longest.values()]

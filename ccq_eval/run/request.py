@@ -24,7 +24,7 @@ class RunRequest:
     seed: int = 0
     device: str = "auto"
     dtype: str | None = None
-    batch_size: int | str | None = None  # None: the device's default; "auto": probed (lm/batching.py)
+    batch_size: int | str | None = None  # None: the device's default; "auto": probed (run/batching.py)
     force: bool = False
     dry_run: bool = False
     allow_pickle: bool = False

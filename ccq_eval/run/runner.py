@@ -18,6 +18,7 @@ from typing import Callable
 
 from ccq_eval.data.cache import check_cache_root
 from ccq_eval import machine
+from ccq_eval.generation.generator import Generator
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.raw_output import check_raw_folder, save_raw
@@ -132,8 +133,8 @@ class SuitePlan:
 
 
 class Runner:
-    """Runs one RunRequest: every unit of its suites. ``evaluand_loader`` is injectable (any model that implements
-    lm.adapter.ModelAdapter)."""
+    """Runs one RunRequest: every unit of its suites. ``evaluand_loader`` is injectable (any model whose generator
+    implements generation.generator.Generator and whose lm-eval LM implements lm.adapter.ModelAdapter)."""
 
     def __init__(self, request: RunRequest, evaluand_loader: Callable[[RunRequest, int], Evaluand] = load_evaluand,
                  out=print):
@@ -166,6 +167,8 @@ class Runner:
 
         trust.set_mode(r.kernels)
         self.evaluand = self.load(r, max(plan.driver.max_length() for plan in self.plans))
+        if not isinstance(self.evaluand.generator, Generator):
+            raise TypeError(f"{type(self.evaluand.generator).__name__} does not implement generation.generator.Generator")
         if not isinstance(self.evaluand.lm, ModelAdapter):
             raise TypeError(f"{type(self.evaluand.lm).__name__} does not implement lm.adapter.ModelAdapter")
         self._check_positions()
@@ -215,7 +218,7 @@ class Runner:
 
     @property
     def rank(self) -> int:
-        return self.evaluand.lm.rank
+        return self.evaluand.ranks.rank
 
     def _task_groups(self, todo: list[Unit]):
         """(plan, units of one task) in planning order: a driver runs one task's units together."""
@@ -320,7 +323,7 @@ class Runner:
         """Units that no other process computed while this run worked on earlier ones (a store shared by runs
         started together): those it did are reused. --force runs them all, and so does a data-parallel run (its
         other ranks evaluate every unit rank 0 planned: skipping one here would leave them waiting)."""
-        if self.request.force or self.evaluand.lm.world_size > 1:
+        if self.request.force or self.evaluand.ranks.world_size > 1:
             return units
         done = self.store.reads.complete_unit_keys()
         for unit in units:

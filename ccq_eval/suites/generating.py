@@ -1,6 +1,5 @@
-"""The generate stage of a generating suite: its frozen prompts as the engine's requests, handed to the evaluated
-model's one generating method (``ModelAdapter.generate``: ccq-eval's engine for a checkpoint, or whatever else a run
-evaluates), and the text back as lm-eval returns it. The prompt ids, stop strings and text are generation/text.py's,
+"""The generate stage of a generating suite: its frozen prompts as the engine's requests, handed to the evaluand's
+one generating method (``Evaluand.generate``: ccq-eval's engine for a checkpoint, or whatever else a run evaluates), and the text back as lm-eval returns it. The prompt ids, stop strings and text are generation/text.py's,
 which `CCQEvalLM.generate_until` uses too: a plugin under stock lm-eval gives the same tokens and text."""
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ def generate_answers(model, asks: list[Ask], budget: int) -> dict[int, Answer] |
     from ccq_eval.generation.text import completion_text, engine_request
 
     tokenizer = model.tokenizer
-    requests = [engine_request(ask, tokenizer, budget, scores=model.lm.scores_text) for ask in asks]
-    results = model.lm.generate(requests)
+    requests = [engine_request(ask, tokenizer, budget, scores=model.scores_text) for ask in asks]
+    results = model.generate(requests)
     if results is None:
         return None
     return {ask.index: Answer(completion_text(tokenizer, result.tokens, request.until), result.continuation_nll)

@@ -5,7 +5,7 @@ bad values are one-line errors."""
 import pytest
 
 from ccq_eval.cli import main
-from ccq_eval.lm.batching import MAX_AUTO_BATCH, largest_fitting
+from ccq_eval.run.batching import MAX_AUTO_BATCH, largest_fitting
 
 
 @pytest.mark.parametrize("limit, expected", [(0, 1), (1, 1), (2, 2), (7, 4), (64, 64), (1000, MAX_AUTO_BATCH)])
@@ -43,7 +43,7 @@ def test_auto_on_cpu_is_one_and_is_what_the_run_records(tmp_path, tokenizer_dir)
 
 
 def test_no_batch_size_given_is_one_on_the_cpu_and_sixteen_on_cuda():
-    from ccq_eval.lm.batching import CUDA_DEFAULT, default_batch_size
+    from ccq_eval.run.batching import CUDA_DEFAULT, default_batch_size
 
     assert default_batch_size("cpu") == 1 and CUDA_DEFAULT == 16
     assert default_batch_size("cuda") == default_batch_size("cuda:1") == CUDA_DEFAULT

@@ -110,15 +110,13 @@ def test_files_triton_writes_are_counted(tmp_path, monkeypatch):
 def _evaluand(device: str, model_type: str = "gla"):
     import torch
 
-    from ccq_eval.lm.wrapper import CCQEvalLM
-    from ccq_eval.run import Evaluand
+    from ccq_eval.run import checkpoint_evaluand
     from tests.helpers import byte_tokenizer, tiny_model
 
     model = tiny_model(model_type)
     provenance = {"weights_sha256": f"w-{device}", "config": model.config.to_dict(), "dtype": "float32",
                   "device": device, "ccq_overrides": {}, "versions": {"torch": torch.__version__}, "batch_size": 2}
-    return Evaluand(lm=CCQEvalLM(model, byte_tokenizer(), max_length=64, batch_size=2), tokenizer=byte_tokenizer(),
-                    tokenizer_path="", provenance=provenance)
+    return checkpoint_evaluand(model, byte_tokenizer(), provenance, max_length=64, batch_size=2, tokenizer_path="bytes")
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])

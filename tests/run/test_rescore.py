@@ -146,7 +146,8 @@ def test_longbench_predictions_rescore_to_the_same_numbers(tmp_path, tokenizer_d
                     doc["index"] % 3]
         provenance = {"weights_sha256": "mapping", "config": {"model_type": "oracle"}, "dtype": "none", "device": "cpu",
                       "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=MappingLM(answers), tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
+        model = MappingLM(answers)
+        return Evaluand(generator=model, lm=model, tokenizer=byte_tokenizer(), tokenizer_path=str(tokenizer_dir),
                         provenance=provenance)
 
     store = tmp_path / "s.db"

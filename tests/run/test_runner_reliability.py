@@ -79,7 +79,7 @@ def test_a_rerun_under_a_new_label_reuses_every_unit_and_computes_nothing(tokeni
 
     def no_evaluation(req, max_length):  # the model loads, but no prompt reaches it
         evaluand = oracle_loader(tokenizer_dir)(req, max_length)
-        evaluand.lm.generate_until = lambda *a, **k: pytest.fail("a reused unit was evaluated again")
+        evaluand.generator.generate = lambda *a, **k: pytest.fail("a reused unit was evaluated again")
         return evaluand
 
     assert run_suite(request(tmp_path / "s.db", label="second"), no_evaluation, out=lines.append) == 0
@@ -140,7 +140,7 @@ def test_empty_generations_are_a_warning_on_a_complete_unit(tokenizer_dir, tmp_p
 
     def load(req, max_length):
         evaluand = oracle_loader(tokenizer_dir)(req, max_length)
-        evaluand.lm = Silent()
+        evaluand.generator = Silent()
         return evaluand
 
     store = tmp_path / "s.db"

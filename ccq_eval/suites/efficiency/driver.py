@@ -23,20 +23,20 @@ class EfficiencyDriver(Driver):
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         """The machine the numbers come from is part of the unit: a number from another machine or thread count is
         another unit."""
-        device = next(model.lm.model.parameters()).device
+        device = next(model.model.parameters()).device
         machine = {"hardware": hardware(device), "threads": torch.get_num_threads() if device.type == "cpu" else None}
         return {"decode_steps": DECODE_STEPS, "warmup": 1, **machine}, {"prompt": "uniform random ids", "seed": SEED}
 
     @staticmethod
     def _prompt(evaluand, length: int) -> torch.Tensor:
-        model = evaluand.lm.model
+        model = evaluand.model
         vocab = min(model.config.vocab_size, len(evaluand.tokenizer))
         generator = torch.Generator().manual_seed(SEED + length)
         ids = torch.randint(0, vocab, (1, length), generator=generator)
         return ids.to(next(model.parameters()).device)
 
     def evaluate(self, unit, model) -> UnitOutcome:
-        evaluand, model = model, model.lm.model
+        evaluand, model = model, model.model
         ids = self._prompt(evaluand, unit.context_length)
         measure_once(model, ids, DECODE_STEPS)  # warm-up: kernels compiled and tuned, buffers grown
         repeats = [measure_once(model, ids, DECODE_STEPS) for _ in range(self.inputs.samples)]

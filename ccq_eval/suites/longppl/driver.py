@@ -87,11 +87,11 @@ class LongpplDriver(Driver):
     def _one_pass(self, task: str, units, evaluand):
         from tqdm import tqdm
 
-        if evaluand.lm.rank != 0:
+        if evaluand.ranks.rank != 0:
             return []  # one process scores the sequences; other data-parallel ranks have nothing to add
         selection = self.selection(task, evaluand.tokenizer)
         lengths = [u.context_length for u in units]
-        model = evaluand.lm.model
+        model = evaluand.model
         sums = {L: [] for L in lengths}
         buckets = []
         for ids, name in tqdm(list(zip(selection.sequences, selection.names)), desc=f"{task} one pass",

@@ -57,7 +57,7 @@ def test_the_recall_tasks_run_from_local_records_with_lm_evals_own_classes(data_
     def load(request, max_length):
         provenance = {"weights_sha256": "lookup", "config": {"model_type": "lookup"}, "dtype": "none", "device": "cpu",
                       "ccq_overrides": {}, "versions": {}}
-        return Evaluand(lm=model, tokenizer=byte_tokenizer(), tokenizer_path=str(tmp_path), provenance=provenance)
+        return Evaluand(generator=model, lm=model, tokenizer=byte_tokenizer(), tokenizer_path=str(tmp_path), provenance=provenance)
 
     store = tmp_path / "s.db"
     request = RunRequest(model="lookup", suite="lm", tasks=",".join(TASKS), data_dir=str(data_dir), store=str(store),

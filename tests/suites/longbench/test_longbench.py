@@ -95,7 +95,8 @@ def oracle(data_dir, tokenizer_dir, gold: bool):
                     answers[doc["prompt"]] = doc["answers"][0]
         provenance = {"weights_sha256": f"oracle-{gold}", "config": {"model_type": "oracle"}, "dtype": "none",
                       "device": "cpu", "ccq_overrides": {}, "versions": {"torch": torch.__version__}}
-        return Evaluand(lm=MappingLM(answers), tokenizer=tok, tokenizer_path=str(tokenizer_dir), provenance=provenance)
+        model = MappingLM(answers)
+        return Evaluand(generator=model, lm=model, tokenizer=tok, tokenizer_path=str(tokenizer_dir), provenance=provenance)
     return load
 
 

@@ -73,7 +73,7 @@ def test_samsum_generation_stops_at_the_newline_token_as_pred_py_does():
     (pred.py's min_length), then decoding ends at the first newline token, which stays in the output."""
     from lm_eval.api.instance import Instance
 
-    from ccq_eval.lm.wrapper import CCQEvalLM
+    from ccq_eval.run import checkpoint_evaluand
     from tests.helpers import byte_tokenizer, tiny_model
 
     torch.manual_seed(0)
@@ -81,7 +81,7 @@ def test_samsum_generation_stops_at_the_newline_token_as_pred_py_does():
     newline = tok.encode("\n", add_special_tokens=False)[-1]
     model.lm_head.register_forward_hook(lambda m, i, out: out + 50.0 * torch.nn.functional.one_hot(
         torch.tensor(newline), out.shape[-1]).to(out.dtype))  # the newline is always the likeliest token
-    lm = CCQEvalLM(model, tok, max_length=256)
+    lm = checkpoint_evaluand(model, tok, {"path": "bytes"}, max_length=256, batch_size=1).lm
     prompt = "Dialogue: A: hi\nSummary:"
     request = Instance("generate_until", doc={}, idx=0, arguments=(prompt, {
         "until": [], "max_gen_toks": 12, "do_sample": False, "eos_strings": ["\n"]}))

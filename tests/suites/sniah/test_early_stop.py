@@ -8,11 +8,10 @@ from __future__ import annotations
 import functools
 import random
 
+from ccq_eval.generation.generator import EngineGenerator
 from ccq_eval.generation.text import Ask, completion_text, engine_request
-from ccq_eval.lm.wrapper import CCQEvalLM
 from ccq_eval.suites.sniah.scoring import all_values_found, answer_prefix, ruler_string_match
 from ccq_eval.models import load_model
-
 
 
 def first_stop(text: str, values: list[str]) -> str:
@@ -37,24 +36,24 @@ def test_the_rule_never_changes_a_score_on_random_outputs():
         assert answer_prefix(stopped, values[0]) == answer_prefix(full, values[0])
 
 
-def generate(lm, prompts, values=None):
+def generate(generator, prompts, values=None):
     """(texts, decoding steps asked of the predicates): S-NIAH's asks, each stopped once its values are out."""
     asks = [Ask(i, p, 128, stop_when=None if values is None else functools.partial(all_values_found, values=values[i]))
             for i, p in enumerate(prompts)]
-    results = lm.generate([engine_request(ask, lm.tokenizer, 512) for ask in asks])
-    return ([completion_text(lm.tokenizer, r.tokens, ()) for r in results], sum(r.predicate_steps for r in results))
+    results = generator.generate([engine_request(ask, generator.tokenizer, 512) for ask in asks])
+    return ([completion_text(generator.tokenizer, r.tokens, ()) for r in results], sum(r.predicate_steps for r in results))
 
 
 def test_stopping_rows_score_as_full_decoding_in_fewer_steps():
     model, tokenizer, _ = load_model("zoo:gla-tiny", device="cpu")  # trained on essays: it writes ASCII text
-    lm = CCQEvalLM(model, tokenizer, max_length=512, batch_size=2)
+    engine = EngineGenerator(model, tokenizer, batch_size=2)
     prompts = ["The special magic number is 4417. What is it? ", "Remember 93 and 27; recall them: ",
                "no needle here at all, just words: "]
-    full, steps = generate(lm, prompts)  # no predicates: every row decodes its 128 tokens
+    full, steps = generate(engine, prompts)  # no predicates: every row decodes its 128 tokens
     assert [len(text.encode()) for text in full] == [128] * 3 and steps == 0, full  # bytes: one token each
     # needle values that the model's output does contain (as a retrieving model's would), and one it never does
     values = [[full[0][5:9]], [full[1][2:5], full[1][30:33]], ["needle-never-said"]]
-    early, steps = generate(lm, prompts, values)
+    early, steps = generate(engine, prompts, values)
     for text, stopped, v in zip(full, early, values):
         assert text.startswith(stopped)
         assert ruler_string_match(stopped, v) == ruler_string_match(text, v)

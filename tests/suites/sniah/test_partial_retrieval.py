@@ -74,8 +74,8 @@ def test_answer_nll_from_the_generation_prefill_equals_the_loglikelihood_referen
     lm-eval's loglikelihood of the same prompts and answers: the same NLL per sample, every sample scored."""
     from lm_eval.api.instance import Instance
 
-    from ccq_eval.lm.wrapper import CCQEvalLM
     from ccq_eval.models import load_model
+    from ccq_eval.run import checkpoint_evaluand
     from ccq_eval.suites.sniah import driver as suite_sniah
 
     monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
@@ -96,8 +96,8 @@ def test_answer_nll_from_the_generation_prefill_equals_the_loglikelihood_referen
     fast = [json.loads(f)["answer_nll"] for (f,) in db.execute(
         "SELECT s.fields FROM samples s JOIN units u ON u.id = s.unit_id ORDER BY u.task, s.idx")]
     assert [json.loads(s)["answer_nll_from_prefill"] for (s,) in db.execute("SELECT settings FROM units")] == [5, 5]
-    model, tokenizer, _ = load_model(str(folder), device="cpu")
-    lm = CCQEvalLM(model, tokenizer, max_length=1024)
+    lm = checkpoint_evaluand(*load_model(str(folder), device="cpu"), max_length=1024, batch_size=1).lm
+    tokenizer = lm.tokenizer
     requests = [Instance("loglikelihood", {}, (ask.prompt, ask.score), i) for i, ask in enumerate(asked)]
     reference = [-logprob / len(tokenizer(ask.score, add_special_tokens=False)["input_ids"])
                  for (logprob, _), ask in zip(lm.loglikelihood(requests, disable_tqdm=True), asked)]

@@ -44,7 +44,7 @@ def test_oracle_scores_100_and_a_wrong_oracle_0(tokenizer_dir, tmp_path, wrong, 
 
 
 def test_oracle_sees_the_exact_generated_prompts(tokenizer_dir, tmp_path):
-    """What lm-eval hands the model is input + ' ' + answer prefix, for every generated record."""
+    """What the model is handed is input + ' ' + answer prefix, for every generated record."""
     from ccq_eval.suites.sniah import data as sniah
     from ccq_eval.suites.sniah.haystack import load_haystack
 
@@ -52,7 +52,7 @@ def test_oracle_sees_the_exact_generated_prompts(tokenizer_dir, tmp_path):
 
     def load(request, max_length):
         evaluand = oracle_loader(tokenizer_dir)(request, max_length)
-        evaluand.lm = seen
+        evaluand.generator = seen
         return evaluand
 
     run_suite(RunRequest(model="oracle", suite="sniah", tasks="2", lengths="1k", samples=5, store=str(tmp_path / "s.db")),
