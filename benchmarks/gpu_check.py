@@ -362,7 +362,7 @@ def _engine_against_plain_steps(check: Check, name: str, model, vocab: int) -> N
     plain cached steps at batch 1 (fla's functions): how many requests give the same tokens."""
     from ccq_eval.generation.engine import generate
     from ccq_eval.generation.request import Request
-    from ccq_eval.generation.static_rows import decoding_graphs
+    from ccq_eval.generation.step_graph import decoding_graphs
 
     g = torch.Generator().manual_seed(1)
     length, budget = (32, 4) if check.dry_run else (512, 32)
@@ -432,7 +432,7 @@ def checkpoint(check: Check, folder: Path) -> tuple[int, int]:
 
 def _decoding(check: Check) -> dict:
     """How the engine's decoding ran since the last call (GLA's class), as RESULT fields."""
-    from ccq_eval.generation.static_rows import decoding_graphs
+    from ccq_eval.generation.step_graph import decoding_graphs
 
     seen = decoding_graphs(forget=True)
     outcome = seen.get("GLAForCausalLM") or ("eager: not on CUDA" if check.device != "cuda" else None)

@@ -94,7 +94,7 @@ def step_book(model, family: str, rows: int) -> tuple[dict, int]:
     # kernel it is on a GPU), not again by the slots' own step
     with ledgered(book, family), mock.patch.object(static_rows, "states_written_in_place",
                                                     lambda model: contextlib.nullcontext()):
-        slots._forward()
+        slots.step_and_pick()
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     states = sum(t.numel() * t.element_size() for t in cache_leaves(slots.cache))
     return totals(book), weights + 2 * states

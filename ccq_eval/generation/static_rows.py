@@ -7,57 +7,16 @@ buffers and writes the new states into them: the recurrent states in place (ops/
 tensors a layer returns anew (a convolution window, CCQ's mean) copied home, so on CUDA the whole step is captured
 once as a CUDA graph and replayed.
 
-The capture checks itself where it runs: the first replay is compared with the same step run eagerly from the same
-state. A capture that fails (at entry, inside any layer, or in the check's replay) or a replay that differs falls back
-to eager steps, says why once per model (the error that broke the capture, not the one ``torch.cuda.graph`` raises
-over it), and first puts every layer's state back into the buffers, as it was before the step: fla's layers fill the
-cache's state dicts in place, so a forward cut short leaves earlier layers bound to tensors the capture allocated and
-never computed. ``decoding_graph`` tells how the latest decoding ran. On any other device the same buffers are
-stepped eagerly (what the CPU tests check against the reference)."""
+How a step runs (captured and checked, or eager) is step_graph.py's ``CheckedGraph``; on any other device than CUDA the
+same buffers are stepped eagerly (what the CPU tests check against the reference)."""
 
 from __future__ import annotations
 
-import warnings
 import torch
 
 from ccq_eval.generation.cache_rows import cache_leaves, copy_rows, leaves, rebuild
+from ccq_eval.generation.step_graph import CheckedGraph
 from ccq_eval.ops.in_place import states_written_in_place
-
-_WARNED: set[str] = set()
-_OUTCOMES: dict[str, str] = {}  # model class -> how its latest fixed-slot decoding ran (``decoding_graph``)
-# a replay that parts from the eager step by more than this (relative to the largest value) is wrong, not rounding
-REPLAY_TOLERANCE = 1e-3
-
-
-def _say_once(model, why: str) -> None:
-    name = type(model).__name__
-    if name not in _WARNED:
-        _WARNED.add(name)
-        warnings.warn(f"{name}: decoding runs step by step, without a CUDA graph ({why})", stacklevel=3)
-
-
-def decoding_graph(model) -> str | None:
-    """How this model's latest fixed-slot decoding ran: ``captured``, ``eager: <why>``, or None (none ran)."""
-    return _OUTCOMES.get(type(model).__name__)
-
-
-def decoding_graphs(forget: bool = False) -> dict[str, str]:
-    """Model class name -> how its latest fixed-slot decoding ran, for every model this process decoded with; with
-    ``forget``, the record starts afresh after this call (a check that measures one model after another)."""
-    seen = dict(_OUTCOMES)
-    if forget:
-        _OUTCOMES.clear()
-    return seen
-
-
-def first_cause(exc: BaseException) -> BaseException:
-    """The exception a chain started from: ``torch.cuda.graph``'s exit raises its own "operation failed due to a
-    previous error during capture" over the error that broke the capture (its ``__context__``)."""
-    seen = set()
-    while id(exc) not in seen and (exc.__cause__ or exc.__context__) is not None:
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return exc
 
 
 class StaticRows:
@@ -81,9 +40,12 @@ class StaticRows:
         self._host = [torch.zeros(width, dtype=torch.long, pin_memory=pinned) for _ in range(2)]
         self._copied = [torch.cuda.Event() if pinned else None for _ in range(2)]
         self._turn = 0
-        self.logits: torch.Tensor | None = None
-        self.graph, self.capture = None, capture  # capture: on CUDA (the engine decides)
-        self.outcome = None if capture else "eager: not on CUDA"
+        self.stepping = CheckedGraph(self, capture)  # capture: on CUDA (the engine decides)
+
+    @property
+    def outcome(self) -> str | None:
+        """How the slots' steps ran: ``captured``, ``eager: <why>``, or None before the first step."""
+        return self.stepping.outcome
 
     def place(self, slots: list[int], cache, rows: list[int]) -> None:
         """Copy rows of another cache of the same model (a new prefill) into these slots."""
@@ -115,25 +77,17 @@ class StaticRows:
         self._bind_home()
         return out.logits[:, -1]
 
-    def _forward(self) -> torch.Tensor:
+    def step_and_pick(self) -> torch.Tensor:
         """What the graph captures: one step, then each slot's greedy pick (its banned ids excluded) written into the
         input buffer, where the next step reads it. The logits [width, V]."""
         logits = self._run_eager()
         self.ids.copy_(logits.masked_fill(self.banned, float("-inf")).argmax(-1, keepdim=True))
         return logits
 
-    def _replay(self) -> torch.Tensor:
-        if self.capture and self.graph is None:
-            return self._capture_and_step()
-        if self.graph is None:
-            return self._forward()
-        self.graph.replay()
-        return self.logits
-
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed each slot its token; the slots' next-token logits [width, V]."""
         self.ids.copy_(torch.tensor(tokens, dtype=torch.long)[:, None])
-        return self._replay()
+        return self.stepping.step()
 
     __call__ = step
 
@@ -150,7 +104,7 @@ class StaticRows:
     def advance(self) -> int:
         """One step from the tokens in the input buffer, its picks left there for the next step and copied to the host
         without waiting; the handle ``picks`` reads them with."""
-        self._replay()
+        self.stepping.step()
         turn, self._turn = self._turn, 1 - self._turn
         self._host[turn].copy_(self.ids[:, 0], non_blocking=True)
         if self._copied[turn] is not None:
@@ -163,13 +117,13 @@ class StaticRows:
             self._copied[turn].synchronize()
         return self._host[turn].tolist()
 
-    def _snapshot(self) -> tuple[list[torch.Tensor], list[int]]:
+    def snapshot(self) -> tuple[list[torch.Tensor], list[int]]:
         """The buffers' and input's values and each layer's token count (fla's layers count the tokens they have
         seen)."""
         return ([b.clone() for b in (*self.buffers, self.ids)],
                 [getattr(layer, "_seen_tokens", 0) for layer in self.cache.layers])
 
-    def _restore(self, saved: tuple[list[torch.Tensor], list[int]]) -> None:
+    def restore(self, saved: tuple[list[torch.Tensor], list[int]]) -> None:
         """Back to a snapshot: the states bound to the buffers again and refilled, the token counts reset."""
         self._bind_home()
         values, seen = saved
@@ -179,68 +133,8 @@ class StaticRows:
             if hasattr(layer, "_seen_tokens"):
                 layer._seen_tokens = count
 
-    def _fall_back(self, before, why: str) -> torch.Tensor:
-        """Eager steps from here on, from the state before the capture: this step is run again, eagerly."""
-        self._restore(before)
-        self.graph, self.outcome = None, f"eager: {why}"
-        _OUTCOMES[type(self.model).__name__] = self.outcome
-        _say_once(self.model, why)
-        return self._forward()
-
-    def _capture_and_step(self) -> torch.Tensor:
-        """Warm up (fla compiles and tunes its kernels on first use), capture, and check the first replay against
-        the same step run eagerly; that replay is this step. Whatever fails, and wherever, the step is run again
-        eagerly from the state before it."""
-        self.capture = False  # one try per batch
-        before = self._snapshot()
-        stream = None
-        try:
-            stream = torch.cuda.current_stream()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(2):
-                    self._forward()
-                    self._restore(before)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                self.logits = self._forward()
-            self._restore(before)
-            expected_logits = self._forward().clone()
-            expected_state = self._snapshot()[0]
-            self._restore(before)
-            graph.replay()
-        except Exception as exc:  # noqa: BLE001 - any failure to capture or replay means eager steps, said once
-            # torch's graph exit raises in capture_end() before it leaves the capture's stream: the retry and all
-            # after it run on the stream they ran on before
-            if stream is not None:
-                torch.cuda.set_stream(stream)
-            cause = first_cause(exc)
-            return self._fall_back(before, f"capture failed: {type(cause).__name__}: "
-                                           f"{(str(cause).splitlines() or [''])[0][:200]}")
-        *expected_buffers, expected_picks = expected_state
-        if not torch.equal(self.ids, expected_picks):
-            return self._fall_back(before, "the graph's first step picked other tokens than the eager step")
-        differs = _largest_difference([self.logits, *self.buffers], [expected_logits, *expected_buffers])
-        if differs > REPLAY_TOLERANCE:
-            return self._fall_back(before, f"the graph's first step differed from the eager step by {differs:.3g}")
-        self.graph, self.outcome = graph, "captured"
-        _OUTCOMES[type(self.model).__name__] = self.outcome
-        return self.logits
-
 
 def _vocabulary(model) -> int:
     """The width of the model's logits."""
     head = model.get_output_embeddings()
     return head.weight.shape[0] if head is not None else model.config.vocab_size
-
-
-def _largest_difference(got: list[torch.Tensor], expected: list[torch.Tensor]) -> float:
-    """The largest difference over the tensors, relative to each one's largest value."""
-    worst = 0.0
-    for a, b in zip(got, expected, strict=True):
-        if not torch.equal(a, b):
-            scale = b.double().abs().max().clamp_min(1e-30)
-            worst = max(worst, float((a.double() - b.double()).abs().max() / scale))
-    return worst

@@ -1,5 +1,5 @@
-"""Fixed slots (generation/static_rows.py): the cache stays in the same buffers step after step, and the CUDA graph's
-self-check, run here against a stand-in for torch.cuda's graph API: a replay that matches the eager step is kept; a
+"""Fixed slots (generation/static_rows.py, stepped through step_graph.py): the cache stays in the same buffers step
+after step, and the CUDA graph's self-check, run here against a stand-in for torch.cuda's graph API: a replay that matches the eager step is kept; a
 capture that fails, or a replay that parts from the eager step, falls back to eager steps, says why once, and
 changes no token."""
 
@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from ccq_eval.generation import layouts, static_rows
+from ccq_eval.generation import layouts, step_graph
 from ccq_eval.generation.engine import _StaticRun, generate
 from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.reference import generate_one
@@ -68,7 +68,7 @@ class StandIn:
                     raise RuntimeError("CUDA error: an illegal memory access was encountered")
                 if replay in ("right", "drifts"):  # a graph writes its outputs where the capture put them
                     rows = stand_in.made[-1]
-                    rows.logits.copy_(rows._forward())
+                    rows.stepping.logits.copy_(rows.step_and_pick())
                     if replay == "drifts":  # the same picks, a state a percent off
                         rows.buffers[0].mul_(1.01)
                 # "stale": a graph that recorded nothing does nothing
@@ -122,8 +122,8 @@ class StandIn:
         monkeypatch.setattr(torch.cuda, "current_stream", lambda: stand_in.current)
         monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
         monkeypatch.setattr(torch.cuda, "graph", capture)
-        monkeypatch.setattr(static_rows, "_WARNED", set())
-        monkeypatch.setattr(static_rows, "_OUTCOMES", {})
+        monkeypatch.setattr(step_graph, "_WARNED", set())
+        monkeypatch.setattr(step_graph, "_OUTCOMES", {})
 
 
 def mixers(model) -> list[torch.nn.Module]:
@@ -150,12 +150,12 @@ def test_the_capture_checks_itself_and_falls_back_once(monkeypatch, replay, said
     stand_in = StandIn(monkeypatch, replay)
     messages = static_run(model, requests(), stand_in)
     if said is None:
-        assert messages == [] and stand_in.made[-1].graph is not None
+        assert messages == [] and stand_in.made[-1].stepping.graph is not None
         assert stand_in.replays > 5  # every step after the capture was a replay
-        assert static_rows.decoding_graph(model) == "captured"
+        assert step_graph.decoding_graph(model) == "captured"
     else:
-        assert len(messages) == 1 and said in messages[0] and stand_in.made[-1].graph is None
-        assert static_rows.decoding_graph(model).startswith("eager: ")
+        assert len(messages) == 1 and said in messages[0] and stand_in.made[-1].stepping.graph is None
+        assert step_graph.decoding_graph(model).startswith("eager: ")
 
 
 @pytest.mark.parametrize("kind", ["gla", "ccq_gla", "gated_deltanet", "ccq_gated_deltanet", "mamba2"])
@@ -170,7 +170,7 @@ def test_a_capture_that_breaks_anywhere_changes_no_token_and_names_its_cause(mon
     for point in points:
         stand_in = StandIn(monkeypatch, fail=point, model=model)
         messages = static_run(model, requests(), stand_in)
-        assert len(messages) == 1 and stand_in.made[-1].graph is None, point
+        assert len(messages) == 1 and stand_in.made[-1].stepping.graph is None, point
         assert "operation not permitted when stream is capturing" in messages[0], (point, messages)
         assert "previous error during capture" not in messages[0]
         assert stand_in.current is stand_in.default, (point, stand_in.current.name)  # the stream before the capture

@@ -9,6 +9,7 @@ import torch
 from ccq_eval.generation import engine
 from ccq_eval.generation.layouts import layout_for
 from ccq_eval.generation.static_rows import StaticRows
+from ccq_eval.generation.step_graph import CheckedGraph
 from ccq_eval.suites.efficiency.measure import measure_once
 from tests.helpers import tiny_model
 
@@ -25,15 +26,15 @@ def test_fixed_slots_are_timed_as_the_engine_steps_them_and_a_prefill_follows_th
             return fn(*args, **kwargs)
         return call
 
-    def captured(rows):  # a capture that worked, as on CUDA
-        rows.outcome = "captured"
-        return rows._forward()
+    def captured(stepping):  # a capture that worked, as on CUDA
+        stepping.outcome = "captured"
+        return stepping.rows.step_and_pick()
 
     layout = type(layout_for(model))
     monkeypatch.setattr(engine, "fixed_slots", lambda layout: layout.refills)
     monkeypatch.setattr(StaticRows, "advance", counted("advance", advance))
     monkeypatch.setattr(StaticRows, "step", counted("step", step))
-    monkeypatch.setattr(StaticRows, "_capture_and_step", captured)
+    monkeypatch.setattr(CheckedGraph, "capture_and_step", captured)
     monkeypatch.setattr(layout, "prefill", counted("prefill", layout.prefill))
     run = measure_once(model, torch.randint(0, 200, (2, 24)), decode_steps=5)
     assert calls == {"advance": 6, "step": 0, "prefill": 2}  # the capture's step untimed, then five; a prefill after
