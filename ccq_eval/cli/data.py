@@ -12,7 +12,7 @@ def add(subparsers) -> None:
 
     data = subparsers.add_parser(NAME, help="fetch datasets on a machine with network access")
     data.add_argument("action", choices=("fetch",))
-    data.add_argument("suite", choices=[s.name for s in SUITES.values() if s.fetches_data])
+    data.add_argument("suite", choices=[s.name for s in SUITES.values() if s.fetcher])
     data.add_argument("--corpora", help="comma list of corpora / LongBench keys (default: all)")
 
 
@@ -21,12 +21,12 @@ def handle(args) -> int:
     from ccq_eval.suites import get_suite
 
     suite = get_suite(args.suite)
-    known = suite.fetchable()
+    known = suite.fetcher.names()
     corpora = args.corpora.split(",") if args.corpora else None
     unknown = [c for c in corpora or [] if c not in known]
     if unknown:
         raise BadInput(f"--corpora: unknown {', '.join(unknown)}; available: {', '.join(known)}")
     check_cache_root()
-    for done in suite.fetch(corpora):
+    for done in suite.fetcher.fetch(corpora):
         print(f"fetched {done}")
     return 0

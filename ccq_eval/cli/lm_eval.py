@@ -16,13 +16,14 @@ def plugin_needs(tasks: str, metadata: dict) -> dict[str, int]:
     """task -> the tokens its longest length takes in the model's context, for the task plugins among ``tasks``
     (a comma list): a length budgets the whole prompt and its generation, or the scored tokens."""
     from ccq_eval.suites import SUITES
+    from ccq_eval.suites.base import plugin_lengths
     from ccq_eval.task_plugins import TASKS_DIR
 
     needs = {}
     for task in (t.strip() for t in tasks.split(",")):
         suite = next((s for s in SUITES.values() if task in s.all_tasks and (TASKS_DIR / s.name).is_dir()), None)
         if suite is not None:
-            needs[task] = max(suite.plugin_lengths(metadata.get("max_seq_lengths")))
+            needs[task] = max(plugin_lengths(suite, metadata.get("max_seq_lengths")))
     return needs
 
 

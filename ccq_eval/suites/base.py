@@ -65,7 +65,19 @@ class SampleView:
     graded: bool = True
     fields: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, Sample.fields keys: the first present is shown)
     depth: str | None = None  # the heading (of ``fields``) the needle-depth filter bins, in %
-    context: bool = False  # each sample shows its prompt's context (Suite.prompt_context of the frozen record)
+    # what each sample shows of its frozen prompt record: (record, width) -> {"before", "needle", "after"} with
+    # ``width`` characters each side, or None (None: no context shown; suites/prompt_context.py builds one)
+    context: Callable[[dict, int], dict | None] | None = None
+    prompt_field: str = "input"  # the frozen record's whole prompt (what `ccq-eval view --prompts` embeds)
+
+
+@dataclass(frozen=True)
+class DataFetch:
+    """`ccq-eval data fetch <suite>`: the names its ``--corpora`` accepts, and the download of ``names`` (None: every
+    one) into the data cache, yielding each name as it is frozen. Both import what they need when called."""
+
+    names: Callable[[], tuple[str, ...]]
+    fetch: Callable[[list[str] | None], Iterator[str]]
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class Suite(ABC):
     any_lm_eval_task: bool = False  # any task lm-eval knows is one of its tasks (the lm suite: lm-eval's own)
     options: tuple[SuiteOption, ...] = ()  # flags of `ccq-eval run` that only this suite reads
     seed_metrics: tuple[SeedMetric, ...] = ()  # what the seeds table shows of this suite
-    fetches_data: bool = False  # `ccq-eval data fetch <name>` exists for it (fetchable() and fetch() below)
+    fetcher: DataFetch | None = None  # `ccq-eval data fetch <name>` (None: it has no data to fetch)
     in_all: bool = True  # run by --suite all (cost is measured on its own, on a quiet machine)
     length_means: str = "L tokens"  # what a context length budgets, in --lengths' help
     samples_mean: str = "items"  # what --samples counts, in its help
@@ -99,21 +111,6 @@ class Suite(ABC):
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
-
-    def plugin_lengths(self, max_seq_lengths) -> list[int]:
-        """The lengths a task plugin of this suite builds under stock lm-eval: its metadata's ``max_seq_lengths`` (a
-        list or one number), else the suite's defaults."""
-        if not max_seq_lengths:
-            return list(self.default_lengths)
-        given = max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths]
-        try:
-            wanted = [int(length) for length in given]
-        except (TypeError, ValueError):
-            wanted = []
-        if not wanted or min(wanted) <= 0:
-            raise SuiteError(f"max_seq_lengths {max_seq_lengths!r}: not a list of token counts; pass --metadata "
-                             "'{\"max_seq_lengths\": [4096, 8192]}'")
-        return wanted
 
     def display_name(self, task: str) -> str:
         """The paper's abbreviation; a task this version does not know (a newer ccq-eval's) shows as its own id."""
@@ -140,15 +137,6 @@ class Suite(ABC):
         report's snapshot) the pairs table tests two labels on (none by default)."""
         return {}
 
-    def prompt_context(self, record: dict, width: int) -> dict | None:
-        """What the viewer shows of a frozen prompt record (``sample_view.context``): {"before", "needle", "after"}
-        with ``width`` characters each side, or None."""
-        return None
-
-    def frozen_prompt(self, record: dict) -> str | None:
-        """The whole prompt of a frozen prompt record (what `ccq-eval view --prompts` embeds)."""
-        return record.get("input")
-
     def task_files(self) -> dict[str, str]:
         """file name -> content of this suite's generated files in tasks/<name>/ (task_files.py), if it has any."""
         return {}
@@ -158,14 +146,6 @@ class Suite(ABC):
         this suite, [(unit, metric rows, sample rows)] (one per length for a length suite); a reason it is left
         out; or None if the task is not this suite's."""
         return None
-
-    def fetchable(self) -> tuple[str, ...]:
-        """What `ccq-eval data fetch <suite> --corpora` accepts (every one by default)."""
-        return ()
-
-    def fetch(self, names: list[str] | None) -> Iterator[str]:
-        """Downloads ``names`` (None: every one) into the data cache; yields each name as it is frozen."""
-        raise SuiteError(f"suite {self.name!r} has no data to fetch")
 
 
 _LENGTH = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
@@ -189,6 +169,22 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     if len(set(lengths)) != len(lengths):
         raise SuiteError(f"--lengths {text!r}: a length is repeated")
     return tuple(sorted(lengths))
+
+
+def plugin_lengths(suite: Suite, max_seq_lengths) -> list[int]:
+    """The lengths a task plugin of ``suite`` builds under stock lm-eval: its metadata's ``max_seq_lengths`` (a
+    list or one number), else the suite's defaults."""
+    if not max_seq_lengths:
+        return list(suite.default_lengths)
+    given = max_seq_lengths if isinstance(max_seq_lengths, (list, tuple)) else [max_seq_lengths]
+    try:
+        wanted = [int(length) for length in given]
+    except (TypeError, ValueError):
+        wanted = []
+    if not wanted or min(wanted) <= 0:
+        raise SuiteError(f"max_seq_lengths {max_seq_lengths!r}: not a list of token counts; pass --metadata "
+                         "'{\"max_seq_lengths\": [4096, 8192]}'")
+    return wanted
 
 
 def parse_tasks(suite: Suite, text: str | None) -> tuple[str, ...]:

@@ -60,5 +60,6 @@ def check_context(task: str, wanted: list[int], metadata: dict, tokenizer) -> No
 
 def lengths(suite: str, max_seq_lengths) -> list[int]:
     from ccq_eval.suites import get_suite
+    from ccq_eval.suites.base import plugin_lengths
 
-    return get_suite(suite).plugin_lengths(max_seq_lengths)
+    return plugin_lengths(get_suite(suite), max_seq_lengths)

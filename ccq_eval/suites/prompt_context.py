@@ -1,6 +1,6 @@
 """What the report shows of a frozen prompt beside a sample: one span of it (a needle, an answer, an assignment, the
 question) with some text either side and a label that says what the span is. The suites find the span
-(Suite.prompt_context); this builds what the viewer reads."""
+(SampleView.context); this builds what the viewer reads."""
 
 from __future__ import annotations
 

@@ -81,14 +81,14 @@ def unit_entry(latest: LatestUnit, results, prompts: FrozenPrompts, whole_prompt
     samples = results.unit_samples(unit.id)
     entry["rows"] = sample_rows(view, samples)
     entry["prompts"] = [s.prompt_sha256 for s in samples]
-    if view.context and suite.records_folder:
+    if view.context is not None and suite.records_folder:
         records = prompts.records(suite.records_folder, unit.dataset_fingerprint)
         contexts = []
         for sample in samples:
             record = records.get(sample.idx)
-            context = suite.prompt_context(record, CONTEXT_CHARACTERS) if record is not None else None
+            context = view.context(record, CONTEXT_CHARACTERS) if record is not None else None
             if context is not None and whole_prompts:
-                context = {**context, "prompt": suite.frozen_prompt(record)}
+                context = {**context, "prompt": record.get(view.prompt_field)}
             contexts.append(context)
         if any(c is not None for c in contexts):
             entry["context"] = contexts

@@ -6,7 +6,7 @@ ingest.py (lm-eval's own results files into lm units), tables.py. Importing this
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import Suite
+from ccq_eval.suites.base import DataFetch, Suite
 from ccq_eval.suites.lm.protocol import WINDOW
 
 
@@ -22,15 +22,17 @@ class LmSuite(Suite):
         read = lm_unit(task, results)
         return [read] if isinstance(read, tuple) else read  # or why it is left out (a Refused one is refused)
 
-    def fetchable(self):
-        from ccq_eval.suites.lm.data import METRICS
 
-        return tuple(METRICS)
+def _fetch_names():
+    from ccq_eval.suites.lm.data import METRICS
 
-    def fetch(self, names):
-        from ccq_eval.suites.lm.data import fetch
+    return tuple(METRICS)
 
-        return fetch(names)
+
+def _fetch(names):
+    from ccq_eval.suites.lm.data import fetch
+
+    return fetch(names)
 
 
 SUITE = LmSuite(
@@ -46,7 +48,7 @@ SUITE = LmSuite(
     extra_tasks=("swde", "fda", "squad_completion"),
     fixed_lengths=True,
     any_lm_eval_task=True,
-    fetches_data=True,
+    fetcher=DataFetch(_fetch_names, _fetch),
     length_means=f"lm-eval's own window ({WINDOW}; --lengths is ignored)",
     samples_mean="examples per task",
     not_rescorable=("lm-eval's zero-shot tasks score the model's likelihood of each choice, which the store does not "

@@ -8,7 +8,7 @@ tables.py. Importing this module imports none of them.
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SampleView, Suite
+from ccq_eval.suites.base import DataFetch, SampleView, Suite
 
 
 class LongBenchSuite(Suite):
@@ -33,15 +33,17 @@ class LongBenchSuite(Suite):
                                                      t.version, more=generation_yaml(t) + metrics)
                 for t in TASKS.values()}
 
-    def fetchable(self):
-        from ccq_eval.suites.longbench.tasks import TASKS
 
-        return tuple(TASKS)
+def _fetch_names():
+    from ccq_eval.suites.longbench.tasks import TASKS
 
-    def fetch(self, names):
-        from ccq_eval.suites.longbench.data import fetch
+    return tuple(TASKS)
 
-        return fetch(names)
+
+def _fetch(names):
+    from ccq_eval.suites.longbench.data import fetch
+
+    return fetch(names)
 
 
 SUITE = LongBenchSuite(
@@ -56,7 +58,7 @@ SUITE = LongBenchSuite(
         ("2wikimqa", "2WM"), ("musique", "Mus"), ("gov_report", "GvR"), ("qmsum", "QMS"),
         ("multi_news", "MNs"), ("trec", "TRC"), ("triviaqa", "TQA"), ("samsum", "SSM"), ("lcc", "LCC"),
         ("repobench-p", "RBP"))},
-    fetches_data=True,
+    fetcher=DataFetch(_fetch_names, _fetch),
     length_means="prompt middle-truncated to fit L with the task's generation budget",
     samples_mean="examples per task",
     length_in_key_settings=True,

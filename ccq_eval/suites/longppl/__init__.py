@@ -7,7 +7,7 @@ its intervals), figures.py (the extrapolation curves), paired.py (per-sequence N
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
+from ccq_eval.suites.base import DataFetch, SampleView, SeedMetric, Suite, SuiteOption
 
 
 TASK_VERSION = 1.0  # of the task plugins in tasks/longppl (the selection has its own version)
@@ -38,15 +38,17 @@ class LongpplSuite(Suite):
         return {f"{task}.yaml": task_yaml(self.name, task, {"corpus": self.short(task)}, TASK_VERSION, more=metrics)
                 for task in self.all_tasks}
 
-    def fetchable(self):
-        from ccq_eval.suites.longppl.corpora import CORPORA
 
-        return tuple(CORPORA)
+def _fetch_names():
+    from ccq_eval.suites.longppl.corpora import CORPORA
 
-    def fetch(self, names):
-        from ccq_eval.suites.longppl.corpora import fetch
+    return tuple(CORPORA)
 
-        return fetch(names)
+
+def _fetch(names):
+    from ccq_eval.suites.longppl.corpora import fetch
+
+    return fetch(names)
 
 
 SUITE = LongpplSuite(
@@ -65,7 +67,7 @@ SUITE = LongpplSuite(
     length_means="L scored tokens",
     samples_mean="documents per corpus",
     seed_metrics=(SeedMetric("perplexity", "ppl", False),),
-    fetches_data=True,
+    fetcher=DataFetch(_fetch_names, _fetch),
     sample_view=SampleView(target="document", prediction=False, score="perplexity", graded=False,
                            fields=(("tokens", ("tokens",)), ("NLL (sum)", ("nll_sum",)))),
     not_rescorable="perplexity is the model's likelihood of the text, not a scored output; rerun the model",

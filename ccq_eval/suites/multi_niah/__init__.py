@@ -16,12 +16,13 @@ class MultiNiahSuite(RulerNamedSuite):
 
         return MultiNiahDriver(inputs)
 
-    def prompt_context(self, record, width):
-        """The first answer's needle (the asked one in the multi-key tasks) in its haystack."""
-        from ccq_eval.suites.sniah.examples import needle_context
 
-        keys = record.get("keys")
-        return needle_context({**record, "key": keys[0]}, width) if isinstance(keys, list) and keys else None
+def _prompt_context(record, width):
+    """The first answer's needle (the asked one in the multi-key tasks) in its haystack."""
+    from ccq_eval.suites.sniah.examples import needle_context
+
+    keys = record.get("keys")
+    return needle_context({**record, "key": keys[0]}, width) if isinstance(keys, list) and keys else None
 
 
 SUITE = MultiNiahSuite(
@@ -39,6 +40,6 @@ SUITE = MultiNiahSuite(
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answers' NLL", False)),
     sample_view=SampleView(fields=(("depth", ("depth_used", "depth")), ("keys", ("keys",)),
                                    ("answers' NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
-                           depth="depth", context=True),
+                           depth="depth", context=_prompt_context),
     records_folder="multi_niah",
 )

@@ -7,7 +7,7 @@ module imports none of them."""
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SampleView, Suite
+from ccq_eval.suites.base import DataFetch, SampleView, Suite
 
 TASK_IDS = ("recall_swde", "recall_squad", "recall_fda", "recall_triviaqa", "recall_nq", "recall_drop")
 
@@ -37,21 +37,21 @@ class RecallSuite(Suite):
         return {f"{task}.yaml": task_yaml(self.name, task, {"recall_task": task}, TASK_VERSION,
                                           more=generation + metrics) for task in self.tasks}
 
-    def prompt_context(self, record, width):
-        from ccq_eval.suites.recall.context import recall_context
 
-        return recall_context(record, width)
+def _fetch_names():
+    return tuple(t.removeprefix("recall_") for t in TASK_IDS)
 
-    def frozen_prompt(self, record):
-        return record.get("prompt")
 
-    def fetchable(self):
-        return tuple(self.short(t) for t in self.tasks)
+def _fetch(names):
+    from ccq_eval.suites.recall.data import fetch
 
-    def fetch(self, names):
-        from ccq_eval.suites.recall.data import fetch
+    return fetch([f"recall_{n}" for n in names] if names else None)
 
-        return fetch([f"recall_{n}" for n in names] if names else None)
+
+def _prompt_context(record, width):
+    from ccq_eval.suites.recall.context import recall_context
+
+    return recall_context(record, width)
 
 
 SUITE = RecallSuite(
@@ -62,12 +62,13 @@ SUITE = RecallSuite(
     default_samples=None,
     display={"recall_swde": "SWDE", "recall_squad": "SQD", "recall_fda": "FDA", "recall_triviaqa": "TQA",
              "recall_nq": "NQ", "recall_drop": "Drop"},
-    fetches_data=True,
+    fetcher=DataFetch(_fetch_names, _fetch),
     in_all=False,  # not one of the paper's tables: run by name
     length_means="each document cut to L - 50 tokens (the protocol's context_length L)",
     samples_mean="records per task",
     sample_view=SampleView(target="answer", score="contains",
                            fields=(("prompt tokens", ("prompt_tokens",)), ("document tokens", ("document_tokens",)),
-                                   ("kept tokens", ("kept_tokens",))), context=True),
+                                   ("kept tokens", ("kept_tokens",))), context=_prompt_context,
+                           prompt_field="prompt"),
     records_folder="recall-prompts",
 )

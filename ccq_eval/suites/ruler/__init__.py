@@ -6,7 +6,7 @@ NVIDIA/RULER composes it), qa_data.py (the QA documents), data.py (draws, sizing
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SampleView, SeedMetric
+from ccq_eval.suites.base import DataFetch, SampleView, SeedMetric
 from ccq_eval.suites.sniah import RulerNamedSuite
 from ccq_eval.suites.sniah.protocol import TASK_VERSION
 
@@ -18,25 +18,10 @@ QA_TASKS = ("ruler_qa_squad", "ruler_qa_hotpot")  # scored by string_match_part 
 
 
 class RulerSuite(RulerNamedSuite):
-    def fetchable(self):
-        from ccq_eval.suites.ruler.qa_data import HUB
-
-        return tuple(HUB)
-
-    def fetch(self, names):
-        from ccq_eval.suites.ruler.qa_data import fetch
-
-        return fetch(names)
-
     def driver(self, inputs):
         from ccq_eval.suites.ruler.driver import RulerDriver
 
         return RulerDriver(inputs)
-
-    def prompt_context(self, record, width):
-        from ccq_eval.suites.ruler.context import task_context
-
-        return task_context(record, width)
 
     def task_files(self):
         from ccq_eval.suites.plugin_args import reported_lengths
@@ -53,6 +38,24 @@ class RulerSuite(RulerNamedSuite):
                                           more=generation(task) + metrics) for task in self.tasks}
 
 
+def _fetch_names():
+    from ccq_eval.suites.ruler.qa_data import HUB
+
+    return tuple(HUB)
+
+
+def _fetch(names):
+    from ccq_eval.suites.ruler.qa_data import fetch
+
+    return fetch(names)
+
+
+def _prompt_context(record, width):
+    from ccq_eval.suites.ruler.context import task_context
+
+    return task_context(record, width)
+
+
 SUITE = RulerSuite(
     name="ruler",
     retrieval="RULER VT/CWE/FWE/QA",
@@ -66,7 +69,7 @@ SUITE = RulerSuite(
     in_all=False,  # not one of the paper's tables: run by name
     seed_metrics=(SeedMetric("score", "score", True),),
     sample_view=SampleView(fields=(("answers' NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
-                           context=True),
+                           context=_prompt_context),
     records_folder="ruler",
-    fetches_data=True,  # the QA tasks' SQuAD and HotpotQA documents
+    fetcher=DataFetch(_fetch_names, _fetch),
 )

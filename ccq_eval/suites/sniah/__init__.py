@@ -29,11 +29,6 @@ class SniahSuite(Suite):
 
         return paired_cells(self, results)
 
-    def prompt_context(self, record, width):
-        from ccq_eval.suites.sniah.examples import needle_context
-
-        return needle_context(record, width)
-
     def lm_eval_units(self, task, results):
         from ccq_eval.interchange.lm_eval_document import length_units
 
@@ -65,6 +60,12 @@ class RulerNamedSuite(SniahSuite):
         return super().lm_eval_units(task, results)
 
 
+def _prompt_context(record, width):
+    from ccq_eval.suites.sniah.examples import needle_context
+
+    return needle_context(record, width)
+
+
 SUITE = SniahSuite(
     name="sniah",
     retrieval="S-NIAH",
@@ -79,6 +80,6 @@ SUITE = SniahSuite(
     seed_metrics=(SeedMetric("score", "acc", True), SeedMetric("answer_nll", "answer NLL", False)),
     sample_view=SampleView(fields=(("depth", ("depth_used", "depth")), ("key", ("key",)),
                                    ("answer NLL", ("answer_nll",)), ("prompt tokens", ("prompt_tokens",))),
-                           depth="depth", context=True),
+                           depth="depth", context=_prompt_context),
     records_folder="sniah",
 )

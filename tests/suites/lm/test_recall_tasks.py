@@ -92,4 +92,4 @@ def test_the_fetch_names_their_hub_datasets():
 
     assert dataset_of("swde") == ("hazyresearch/based-swde-v2", "default", "validation")
     assert dataset_of("fda")[0] == "hazyresearch/based-fda" and dataset_of("squad_completion")[0] == "hazyresearch/based-squad"
-    assert set(TASKS) <= set(SUITES["lm"].fetchable())
+    assert set(TASKS) <= set(SUITES["lm"].fetcher.names())

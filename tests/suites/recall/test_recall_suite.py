@@ -135,9 +135,9 @@ def test_the_report_marks_the_answer_inside_the_cut_document_else_the_question()
 
     record = {"prompt": "Most people who start a Garden begin too soon. who starts a garden", "question":
               "who starts a garden", "answers": ["nobody", "garden begin"]}
-    shown = SUITE.prompt_context(record, 10)
+    shown = SUITE.sample_view.context(record, 10)
     assert shown == {"label": "answer in context", "before": "o start a ", "needle": "Garden begin",
                      "after": " too soon."}
-    asked_only = SUITE.prompt_context({**record, "answers": ["a garden"], "prompt": "Nothing here. who starts a garden"}, 8)
+    asked_only = SUITE.sample_view.context({**record, "answers": ["a garden"], "prompt": "Nothing here. who starts a garden"}, 8)
     assert asked_only["label"] == "question in context" and asked_only["needle"] == "who starts a garden"
-    assert SUITE.prompt_context({"prompt": 3, "answers": []}, 8) is None
+    assert SUITE.sample_view.context({"prompt": 3, "answers": []}, 8) is None

@@ -77,12 +77,12 @@ def test_the_report_shows_vts_assignment_and_the_others_question():
     from ccq_eval.suites.ruler import SUITE, data
 
     vt = data.generate("ruler_vt", byte_tokenizer(), 4096, 1, seed=0)[0]
-    shown = SUITE.prompt_context(vt, 80)
+    shown = SUITE.sample_view.context(vt, 80)
     assert shown["needle"].startswith(f"VAR {vt['outputs'][0]} = ") and len(shown["before"]) == 80
     assert shown["needle"].split()[-1] in vt["gen_prefix"]  # the value the question asks about
     fwe = data.generate("ruler_fwe", byte_tokenizer(), 2048, 1, seed=0)[0]
-    assert SUITE.prompt_context(fwe, 80)["needle"].startswith("Question: Do not provide any explanation.")
-    assert SUITE.prompt_context({"input": 3, "outputs": []}, 80) is None
+    assert SUITE.sample_view.context(fwe, 80)["needle"].startswith("Question: Do not provide any explanation.")
+    assert SUITE.sample_view.context({"input": 3, "outputs": []}, 80) is None
 
 
 def test_a_length_a_task_cannot_hold_is_refused_before_the_model_loads(tmp_path, capsys):
@@ -161,8 +161,8 @@ def test_the_report_marks_qas_answer_inside_a_document_not_in_the_question():
 
     prompt = ("The following are given documents.\n\nDocument 1:\nA garden needs water.\n\nDocument 2:\nThe beans "
               "grow slowly.\n\nAnswer the question.\n\nQuestion: What grow slowly? Beans?")
-    shown = SUITE.prompt_context({"input": prompt, "outputs": ["nothing", "beans"]}, 20)
+    shown = SUITE.sample_view.context({"input": prompt, "outputs": ["nothing", "beans"]}, 20)
     assert shown["label"] == "answer in context" and shown["needle"] == "beans"
     assert prompt.index(shown["before"] + shown["needle"]) < prompt.index("Question:")
-    unanswered = SUITE.prompt_context({"input": prompt, "outputs": ["roses"]}, 20)
+    unanswered = SUITE.sample_view.context({"input": prompt, "outputs": ["roses"]}, 20)
     assert unanswered["label"] == "question in context" and unanswered["needle"].startswith("Question: What")
