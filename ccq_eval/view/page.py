@@ -51,6 +51,26 @@ def figure_markup(figures: list[dict]) -> str:
                      f'<figcaption>{html.escape(f["name"])}</figcaption>{f["svg"]}</figure>' for f in figures)
 
 
+# the report's pages, in the navigation's order: (name, title); each is a section the script draws from the JSON
+# (figures: drawn here, as inert SVG), reached at #<name>
+PAGES = (("runs", "Runs"), ("tables", "Tables"), ("figures", "Figures"), ("samples", "Samples"),
+         ("compare", "Compare"))
+FIGURES_NOTE = ("Drawn by the same code as <code>ccq-eval curves</code>: a CCQ model in its backbone's colour, the "
+                "backbone dashed, seeds as a band.")
+
+
+def navigation() -> str:
+    return "".join(f'<a href="#{name}">{title}</a>' for name, title in PAGES)
+
+
+def page_sections(figures: list[dict]) -> str:
+    """A hidden section per page (the figures page filled), and one for an address the report has no page for."""
+    empty = '<p class="empty">No figure: the store holds nothing a figure draws.</p>'
+    drawn = {"figures": f'<h2>Figures</h2>\n<p class="note">{FIGURES_NOTE}</p>\n{figure_markup(figures) or empty}\n'}
+    return "\n".join([*(f'<section id="page-{name}" class="page" data-page="{name}" hidden>{drawn.get(name, "")}</section>'
+                         for name, _ in PAGES), '<section id="page-missing" class="page" hidden></section>'])
+
+
 def page(data: dict, figures: list[dict]) -> str:
     script = asset("viewer.js")
     return f"""<!DOCTYPE html>
@@ -68,20 +88,11 @@ def page(data: dict, figures: list[dict]) -> str:
 <body>
 <header>
 <h1>ccq-eval report</h1>
-<nav><a href="#runs">Runs</a><a href="#tables">Tables</a><a href="#figures">Figures</a><a href="#samples">Samples</a><a href="#compare">Compare</a></nav>
+<nav>{navigation()}</nav>
 <p id="summary"></p>
 </header>
 <main>
-<section id="page-runs" class="page" hidden></section>
-<section id="page-tables" class="page" hidden></section>
-<section id="page-figures" class="page" hidden>
-<h2>Figures</h2>
-<p class="note">Drawn by the same code as <code>ccq-eval curves</code>: a CCQ model in its backbone's colour, the backbone dashed, seeds as a band.</p>
-{figure_markup(figures) or '<p class="empty">No figure: the store holds nothing a figure draws.</p>'}
-</section>
-<section id="page-samples" class="page" hidden></section>
-<section id="page-compare" class="page" hidden></section>
-<section id="page-missing" class="page" hidden></section>
+{page_sections(figures)}
 </main>
 <script type="application/json" id="report-data">{embedded_json(data)}</script>
 <script>{script}</script>

@@ -292,24 +292,34 @@ function comparePage(section, a, b) {
 }
 
 // --- routing ----------------------------------------------------------------------------------------
-function missing(section, text) {
-  section.append(el("p", {class: "empty"}, text), el("p", {}, el("a", {href: "#runs"}, "back to the runs")));
+function firstPage() {
+  return document.querySelector("section.page[data-page]").dataset.page;
 }
+
+function missing(section, text) {
+  section.append(el("p", {class: "empty"}, text), el("p", {}, el("a", {href: "#" + firstPage()}, "back to the " + firstPage())));
+}
+
+// how each page the report holds is drawn (the pages and their order are the file's own sections and navigation;
+// the figures page comes drawn)
+const DRAW = {
+  runs: section => runsPage(section),
+  tables: section => tablesPage(section),
+  samples: (section, parts) => parts.length >= 4 ? unitPage(section, parts[1], parts[2], parts[3]) : samplesIndex(section),
+  compare: (section, parts) => parts.length >= 3 ? comparePage(section, parts[1], parts[2]) : compareIndex(section),
+};
 
 function route() {
   const parts = location.hash.replace(/^#/, "").split("/").map(p => { try { return decodeURIComponent(p); } catch (e) { return p; } });
-  const name = parts[0] || "runs";
+  const name = parts[0] || firstPage();
   document.querySelectorAll("section.page").forEach(s => { s.hidden = true; });
-  const known = {runs: 1, tables: 1, figures: 1, samples: 1, compare: 1};
-  const section = document.getElementById("page-" + (known[name] ? name : "missing"));
-  if (name !== "figures") section.replaceChildren();
+  const page = [...document.querySelectorAll("section.page[data-page]")].find(s => s.dataset.page === name);
+  const section = page || document.getElementById("page-missing");
+  if (!page || DRAW[name]) section.replaceChildren();
   section.hidden = false;
   document.querySelectorAll("nav a").forEach(a => a.classList.toggle("current", a.getAttribute("href") === "#" + name));
-  if (name === "runs") runsPage(section);
-  else if (name === "tables") tablesPage(section);
-  else if (name === "samples") parts.length >= 4 ? unitPage(section, parts[1], parts[2], parts[3]) : samplesIndex(section);
-  else if (name === "compare") parts.length >= 3 ? comparePage(section, parts[1], parts[2]) : compareIndex(section);
-  else if (name !== "figures") missing(section, "No page " + location.hash + " in this report.");
+  if (!page) missing(section, "No page " + location.hash + " in this report.");
+  else if (DRAW[name]) DRAW[name](section, parts);
   document.title = "ccq-eval report · " + name;
   performance.mark("page-shown");  // benchmarks/viewer_scale.py reads when the first page was drawn
 }
