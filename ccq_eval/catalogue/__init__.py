@@ -83,19 +83,35 @@ def figure_help() -> str:
     return ", ".join(described(figure_names(), FIGURES))
 
 
+def tables_taking(argument: str) -> list[str]:
+    """The tables that take ``argument`` of their own (``@table(takes=...)``)."""
+    return [name for name in table_names() if argument in TABLES[name].takes]
+
+
+def _table_entry(table: str, own: dict):
+    """The registered table, its own arguments checked: one it does not take is refused, naming those that do."""
+    if table not in table_names():
+        raise ValueError(f"--table {table!r}: unknown; available: {', '.join(table_names())}")
+    for argument in own:
+        if argument not in TABLES[table].takes:
+            raise ValueError(f"--{argument}: the {table} table does not take it; it is for the "
+                             f"{', '.join(tables_taking(argument)) or 'no'} table")
+    return TABLES[table]
+
+
 def table_grid(source, table: str, ci: bool = False, reference: bool = False, baseline: str | None = None,
-               strict: bool = True, average: list[str] | None = None):
+               strict: bool = True, **own):
     """The table as report.formats.Rendered (its grid and CSV), or None when there is nothing to show (``source``: a
-    Results or a Store). With strict=False a baseline missing from this table is skipped (tables --table all)."""
+    Results or a Store). With strict=False a baseline missing from this table is skipped (tables --table all).
+    ``own``: the table's own arguments (the lm table's ``average``)."""
     from ccq_eval.report.formats import Rendered
     from ccq_eval.report.results import results_of
     from ccq_eval.report.table import TableOptions, render
 
-    if table not in table_names():
-        raise ValueError(f"--table {table!r}: unknown; available: {', '.join(table_names())}")
+    entry = _table_entry(table, own)
     results = results_of(source)
-    options = TableOptions(ci=ci, reference=reference, baseline=baseline, strict=strict, average=average)
-    built = TABLES[table].build(results, options)
+    options = TableOptions(ci=ci, reference=reference, baseline=baseline, strict=strict)
+    built = entry.build(results, options, **own)
     if built is None or isinstance(built, Rendered):
         return built
     return render(built, options, results.families())
@@ -109,12 +125,15 @@ def render_table(source, table: str, **options) -> dict[str, str] | None:
 
 def table_frame(source, table: str, **options):
     """The measured numbers of one table as a DataFrame (labels x columns), for notebooks."""
+    from dataclasses import fields
+
     from ccq_eval.report.results import results_of
     from ccq_eval.report.table import TableOptions
 
-    if table not in table_names():
-        raise ValueError(f"--table {table!r}: unknown; available: {', '.join(table_names())}")
-    return TABLES[table].build(results_of(source), TableOptions(**options)).values
+    shared = {f.name for f in fields(TableOptions)}
+    own = {k: v for k, v in options.items() if k not in shared}
+    entry = _table_entry(table, own)
+    return entry.build(results_of(source), TableOptions(**{k: v for k, v in options.items() if k in shared}), **own).values
 
 
 def draw_figure(source, name: str):

@@ -21,7 +21,7 @@ def add(subparsers) -> None:
     tables = subparsers.add_parser(NAME, help="render the paper's tables from the store")
     add_store(tables)
     tables.add_argument("--table", default="all", help=LaterHelp(table_help))
-    tables.add_argument("--average", help="lm table: comma list of the tasks whose accuracy is averaged "
+    tables.add_argument("--average", help="lm table only: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")
     tables.add_argument("--ci", action="store_true", help="show 95%% confidence intervals (and paired ones on "
@@ -34,7 +34,7 @@ def add(subparsers) -> None:
 
 
 def handle(args) -> int:
-    from ccq_eval.catalogue import render_table, table_names
+    from ccq_eval.catalogue import render_table, table_names, tables_taking
     from ccq_eval.report.formats import EXTENSIONS
     from ccq_eval.report.results import Results
 
@@ -42,12 +42,13 @@ def handle(args) -> int:
     if any(name not in table_names() for name in names):
         raise BadInput(f"--table {args.table!r}: unknown; available: {', '.join(table_names())}, all")
     out = check_output_folder(Path(args.out), "--out", [f"{n}.{e}" for n in names for e in EXTENSIONS.values()])
+    own = {"average": args.average.split(",")} if args.average else {}
     results = Results(open_for_reading(args.store))  # read once for every table
     for name in names:
         try:
+            taken = {k: v for k, v in own.items() if args.table != "all" or name in tables_taking(k)}
             rendered = render_table(results, name, ci=args.ci, reference=args.reference, baseline=args.baseline,
-                                    strict=args.table != "all",
-                                    average=args.average.split(",") if args.average else None)
+                                    strict=args.table != "all", **taken)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
         if rendered is None:

@@ -19,7 +19,6 @@ class TableOptions:
     reference: bool = False
     baseline: str | None = None
     strict: bool = True  # False (tables --table all): a baseline missing from this table is skipped
-    average: list[str] | None = None  # the lm table's averaged tasks
 
 
 @dataclass

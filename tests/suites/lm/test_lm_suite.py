@@ -78,6 +78,15 @@ def test_lm_suite_end_to_end_into_store_and_table(model_dir, data_dir, tmp_path,
     assert main(["tables", "--table", "lm", "--store", str(store), "--average", "piqa,boolq",
                  "--out", str(tmp_path / "t2")]) == 0
     assert "Avg (2)" in (tmp_path / "t2" / "lm.csv").read_text()
+    # --average is the lm table's own: under --table all only it reads it; another table refuses it in one line
+    assert main(["tables", "--store", str(store), "--average", "piqa,boolq", "--out", str(tmp_path / "t3")]) == 0
+    assert "Avg (2)" in (tmp_path / "t3" / "lm.csv").read_text()
+    capsys.readouterr()
+    assert main(["tables", "--table", "sniah", "--store", str(store), "--average", "piqa", "--out",
+                 str(tmp_path / "t4")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--average: the sniah table does not take it; it is for the lm table" in err and "\n" not in err
+    assert not (tmp_path / "t4").exists()
 
 
 def test_missing_zero_shot_data_offline(model_dir, tmp_path, capsys):
