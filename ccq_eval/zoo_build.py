@@ -18,7 +18,6 @@ one byte.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -29,6 +28,7 @@ from pathlib import Path
 import torch
 
 from ccq_eval.byte_tokenizer import byte_tokenizer
+from ccq_eval.data.cache import file_sha256
 from ccq_eval.suites.sniah.examples import lookup_example, sniah_1_example
 
 TRAIN_LENGTH = 1024  # RULER's template alone is ~375 bytes: 512 would leave almost no haystack
@@ -278,7 +278,7 @@ def export(spec: ZooModel, model, steps: int, final_loss: float, out: Path, conf
     target.mkdir(parents=True, exist_ok=True)
     model.to(torch.bfloat16).save_pretrained(target, safe_serialization=True)
     byte_tokenizer().save_pretrained(target)
-    weights = hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
+    weights = file_sha256(target / "model.safetensors")
     params = sum(p.numel() for p in model.parameters())
     card = {"name": spec.name, "architecture": spec.family, "parameters": params, "seed": spec.seed, "steps": steps,
             "final_loss_nats_per_byte": round(final_loss, 4),  # mean of the last 50 steps

@@ -32,6 +32,17 @@ def number(kind: type, low, high, what: str):
     return parse
 
 
+def catalogue_help(kind: str, default: str) -> "LaterHelp":
+    """The help of `--table` / `--figure` (``kind``): the catalogue's names, each cross-suite one with what it shows,
+    then ``default``; read when help is shown."""
+    def make() -> str:
+        from ccq_eval import catalogue
+
+        listed = catalogue.table_help() if kind == "table" else catalogue.figure_help()
+        return f"which {kind}: {listed}, {default}".replace("%", "%%")
+    return LaterHelp(make)
+
+
 class LaterHelp:
     """A help text argparse formats only when help is shown (``make`` builds it then): the catalogue's table and
     figure names import every suite's tables.py and figures.py, which no other command needs."""

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_FIGURES, LaterHelp, add_store, open_for_reading
+from ccq_eval.cli.common import DEFAULT_FIGURES, add_store, catalogue_help, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
 NAME = "curves"
 
 
-def figure_help() -> str:
-    from ccq_eval.catalogue import figure_names
-
-    return f"which figure: {', '.join(figure_names())} (default: every figure with data)".replace("%", "%%")
-
-
 def add(subparsers) -> None:
     curves = subparsers.add_parser(NAME, help="draw figures from the store")
     add_store(curves)
-    curves.add_argument("--figure", help=LaterHelp(figure_help))
+    curves.add_argument("--figure", help=catalogue_help("figure", "or every figure with data (default)"))
     curves.add_argument("--out", default=DEFAULT_FIGURES, help=f"folder for <figure>.png/.pdf (default {DEFAULT_FIGURES})")
 
 

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccq_eval.cli.common import DEFAULT_TABLES, LaterHelp, add_store, open_for_reading
+from ccq_eval.cli.common import DEFAULT_TABLES, add_store, catalogue_help, open_for_reading
 from ccq_eval.errors import BadInput
 from ccq_eval.output_paths import check_output_folder
 
 NAME = "tables"
 
 
-def table_help() -> str:
-    from ccq_eval.catalogue import table_help
-
-    return f"which table: {table_help()}, all (default)".replace("%", "%%")
-
-
 def add(subparsers) -> None:
     tables = subparsers.add_parser(NAME, help="render the paper's tables from the store")
     add_store(tables)
-    tables.add_argument("--table", default="all", help=LaterHelp(table_help))
+    tables.add_argument("--table", default="all", help=catalogue_help("table", "all (default)"))
     tables.add_argument("--average", help="lm table only: comma list of the tasks whose accuracy is averaged "
                                           "(default: the GDN paper's 8: lambada_openai and the 7 commonsense tasks)")
     tables.add_argument("--format", default="md", choices=("csv", "latex", "md"), help="what to print (every format is written)")

@@ -46,6 +46,15 @@ def find(kind: str, name: str, data_dir: str | None) -> Path | None:
     return found
 
 
+def require(names: list[str], found, error: type[BadInput], what: str, kind: str, data_dir: str | None, layout: str,
+            fetch: str) -> None:
+    """Raises ``error`` (one line: not_found's) naming every one of ``names`` that ``found(name, data_dir)`` (the
+    suite's lookup) finds nowhere."""
+    missing = [name for name in names if found(name, data_dir) is None]
+    if missing:
+        raise error(not_found(what, missing, kind, data_dir, layout, fetch))
+
+
 def not_found(what: str, missing: list[str], kind: str, data_dir: str | None, layout: str, fetch: str) -> str:
     where = f"{data_dir}/{kind}/" if data_dir else f"--data-dir DIR/{kind}/"
     return (f"{what} not found offline: {', '.join(missing)}; put {layout} in {where}, or run `{fetch}` on a "

@@ -39,10 +39,8 @@ def local_path(key: str, data_dir: str | None) -> Path | None:
 
 
 def check_available(keys: list[str], data_dir: str | None) -> None:
-    missing = [k for k in keys if local_path(k, data_dir) is None]
-    if missing:
-        raise LongBenchError(local.not_found("LongBench data", missing, "longbench", data_dir,
-                                             "<key>.jsonl (LongBench's record format)", FETCH_COMMAND))
+    local.require(keys, local_path, LongBenchError, "LongBench data", "longbench", data_dir,
+                  "<key>.jsonl (LongBench's record format)", FETCH_COMMAND)
 
 
 def read_records(path: Path) -> list[dict]:

@@ -1,5 +1,6 @@
 """What the longbench task plugins call when stock lm-eval runs them: the prompts built (middle-truncated
-once) from the task metadata. Under ccq-eval the driver hands lm-eval the prompts it built in process."""
+once) from the task metadata. Under ccq-eval this is not called: the driver builds the same prompts from the same data
+module and hands them to the model's engine itself (suites/generating.py)."""
 
 from __future__ import annotations
 

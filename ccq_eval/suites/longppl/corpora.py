@@ -102,10 +102,8 @@ def local_path(corpus: str, data_dir: str | None) -> Path | None:
 
 
 def check_available(corpora: list[str], data_dir: str | None) -> None:
-    missing = [c for c in corpora if local_path(c, data_dir) is None]
-    if missing:
-        raise CorpusError(local.not_found("long-context corpora", missing, "longppl", data_dir,
-                                          "<corpus>.jsonl (field 'text')", FETCH_COMMAND))
+    local.require(corpora, local_path, CorpusError, "long-context corpora", "longppl", data_dir,
+                  "<corpus>.jsonl (field 'text')", FETCH_COMMAND)
 
 
 def read_documents(path: Path) -> tuple[list[str], int]:

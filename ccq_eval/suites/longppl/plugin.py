@@ -1,6 +1,7 @@
-"""What the longppl task plugins call when stock lm-eval runs them: the selection built from the task
-metadata; and the per-document scoring and pooling, which ccq-eval's lm-eval engine (the cross-check) uses too.
-Under ccq-eval the driver hands lm-eval the documents it built in process."""
+"""What the longppl task plugins call when lm-eval runs them: the selection built from the task metadata, and the
+per-document scoring and pooling. Stock lm-eval calls them through ``--include_path``; so does ccq-eval's
+``--engine lm-eval`` (the cross-check), which names the plugin to lm-eval's TaskManager with the same metadata. The
+default one-pass engine does not come here."""
 
 from __future__ import annotations
 

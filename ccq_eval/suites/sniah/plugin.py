@@ -1,7 +1,7 @@
 """What the sniah task plugins call when stock lm-eval runs them (``--include_path``): the data built from the
-task metadata, or read back from the cache where an earlier run froze it. Under ccq-eval the driver hands
-lm-eval the records it built in process, and this is not called. The multi-needle plugins call the same
-``dataset_from_metadata`` with their own generator.
+task metadata, or read back from the cache where an earlier run froze it. Under ccq-eval this is not called:
+the driver builds the same records and hands their prompts to the model's engine itself (suites/generating.py).
+The multi-needle and ruler plugins call the same ``dataset_from_metadata`` with their own generator.
 """
 
 from __future__ import annotations
