@@ -46,7 +46,7 @@ def test_the_help_lists_come_from_the_registries(monkeypatch):
     monkeypatch.setitem(SUITES, "toy", toy)
     monkeypatch.setitem(entries.TABLES, "toy-table", entries.Entry("toy-table", lambda results, options: None))
     monkeypatch.setitem(entries.FIGURES, "toy-fig", entries.Entry("toy-fig", lambda results: None))
-    assert "toy-table, all (default)" in help_of("tables") and "toy-fig (default" in help_of("curves")
+    assert "toy-table, all (default)" in help_of("tables") and "toy-fig, or every figure with data (default)" in help_of("curves")
     run_help = help_of("run")
     assert "toy: toy tokens (default 8,16)" in run_help and "toy: toys (default 1)" in run_help
     assert "sniah: prompt + 128 generated tokens <= L (default 1k,2k,4k,8k)" in run_help
