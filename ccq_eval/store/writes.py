@@ -146,25 +146,25 @@ class Writes(Part):
             if unit["status"] == "complete" and not replace and (kept := self.reuse_or_hold(unit, label, model)):
                 return kept
             unit_id = unit.get("id") or new_id()
-            others = self._drop_for_replace(unit["unit_key"], label) if unit["status"] == "complete" else []
+            others = self._drop_for_replace(unit["unit_key"], label, unit_id) if unit["status"] == "complete" else []
             self._insert_unit(unit_id, unit, metrics, samples)
             for other_id, run_id, other_label, other_model in others:  # the other labels now hold the new result
-                self.db.execute("UPDATE units SET reused_from = ? WHERE id = ?", (unit_id, other_id))
                 self._copy_result(unit_id, other_id, run_id, other_label, other_model)
         return Written(unit_id)
 
-    def _drop_for_replace(self, unit_key: str, label: str) -> list[tuple[str, str, str, str]]:
-        """Before a key's result is (re)computed: its earlier result and this label's units of it removed; the other
-        labels' units of it emptied, to hold the new result. Their (unit id, run id, label, model)."""
-        rows = self.db.execute("SELECT u.id, u.run_id, r.label, r.model_spec, u.reused_from IS NULL FROM units u JOIN "
-                               "runs r ON r.id = u.run_id WHERE u.unit_key = ? AND u.status = 'complete'",
-                               (unit_key,)).fetchall()
-        dropped = [(r[0],) for r in rows if r[4] or r[2] == label]
-        others = [tuple(r[:4]) for r in rows if not r[4] and r[2] != label]
-        self.db.executemany("DELETE FROM units WHERE id = ?", dropped)
+    def _drop_for_replace(self, unit_key: str, label: str, new_unit: str) -> list[tuple[str, str, str, str]]:
+        """Before a key's result is (re)computed as ``new_unit``: this label's units of it removed; every other
+        label's unit of it, the one that computed the old result included, emptied and pointed at the new one (no
+        label loses its cell to another's --force). Their (unit id, run id, label, model)."""
+        rows = self.db.execute("SELECT u.id, u.run_id, r.label, r.model_spec FROM units u JOIN runs r ON "
+                               "r.id = u.run_id WHERE u.unit_key = ? AND u.status = 'complete'", (unit_key,)).fetchall()
+        self.db.executemany("DELETE FROM units WHERE id = ?", [(r[0],) for r in rows if r[2] == label])
+        others = [tuple(r) for r in rows if r[2] != label]
         for other in others:
             self.db.execute("DELETE FROM metrics WHERE unit_id = ?", (other[0],))
             self.db.execute("DELETE FROM samples WHERE unit_id = ?", (other[0],))
+            # before the new unit is inserted: the one computed result per key the index allows is the new one
+            self.db.execute("UPDATE units SET reused_from = ? WHERE id = ?", (new_unit, other[0]))
         return others
 
     @writes
