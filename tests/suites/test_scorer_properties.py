@@ -27,6 +27,13 @@ def test_ruler_match_is_zero_without_the_value(prediction, value):
         assert ruler_string_match(prediction, [value]) == 0.0
 
 
+@given(prediction=text, blank=st.text(alphabet=" \n\t", max_size=3))
+def test_an_empty_reference_is_never_found(prediction, blank):
+    """RULER's ``ref in text`` finds "" in every prediction; here a blank reference never counts."""
+    assert ruler_string_match(prediction, [blank]) == 0.0
+    assert ruler_string_match(prediction + " 1234567", [blank, "1234567"]) == 0.5
+
+
 @settings(max_examples=60, deadline=None)
 @given(prompt=st.text(alphabet=string.ascii_letters + " \n", min_size=1, max_size=400),
        budget=st.integers(min_value=2, max_value=300))

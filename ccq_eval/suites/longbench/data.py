@@ -64,8 +64,9 @@ def check_records(numbered, where_file: str) -> list[dict]:
         answers = record["answers"]
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise LongBenchError(f"{where}: 'answers' must be a list of strings")
-        if not answers:
-            raise LongBenchError(f"{where}: 'answers' is empty; every record needs at least one gold answer")
+        if not any(a.strip() for a in answers):
+            raise LongBenchError(f"{where}: 'answers' holds no non-empty answer; every record needs at least one gold "
+                                 "answer (against nothing every model scores 0)")
         classes = record.get("all_classes")
         if classes is not None and (not isinstance(classes, list) or not all(isinstance(c, str) for c in classes)):
             raise LongBenchError(f"{where}: 'all_classes' must be a list of strings or null")

@@ -35,16 +35,18 @@ def check_records(task: str, numbered, where: str) -> list[dict]:
                 raise RecallDataError(f"{at}: {field!r} must be a string; expected the protocol's records "
                                       f"({', '.join(spec.fields)}, {spec.target})")
         target = record.get(spec.target)
-        if spec.target == "value" and not isinstance(target, str):
-            raise RecallDataError(f"{at}: 'value' must be a string")
+        if spec.target == "value" and not (isinstance(target, str) and target.strip()):
+            raise RecallDataError(f"{at}: 'value' must be a non-empty string (an empty one is found in every "
+                                  "prediction)")
         if spec.target == "answers" and (not isinstance(target, list) or not target
-                                         or not all(isinstance(a, str) for a in target)):
-            raise RecallDataError(f"{at}: 'answers' must be a non-empty list of strings")
+                                         or not all(isinstance(a, str) and a.strip() for a in target)):
+            raise RecallDataError(f"{at}: 'answers' must be a non-empty list of non-empty strings (an empty answer "
+                                  "is found in every prediction)")
         alternatives = record.get("alt_answers")
         if alternatives is not None and not (isinstance(alternatives, list)
-                                             and all(isinstance(a, str) for a in alternatives)):
-            raise RecallDataError(f"{at}: 'alt_answers' must be a list of strings (the reference matches each one "
-                                  "in the document)")
+                                             and all(isinstance(a, str) and a.strip() for a in alternatives)):
+            raise RecallDataError(f"{at}: 'alt_answers' must be a list of non-empty strings (the reference matches "
+                                  "each one in the document)")
         records.append({k: record[k] for k in KEPT_FIELDS if k in record})
     if not records:
         raise RecallDataError(f"{where}: no records")

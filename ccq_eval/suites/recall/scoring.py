@@ -8,7 +8,9 @@ import re
 
 
 def contains(prediction: str, answers: list[str]) -> float:
-    return 100.0 * max(float(bool(re.search(re.escape(answer), prediction, re.IGNORECASE))) for answer in answers)
+    """An empty answer never counts (the data checks refuse one; the reference's search would find it anywhere)."""
+    return 100.0 * max(float(bool(answer.strip()) and bool(re.search(re.escape(answer), prediction, re.IGNORECASE)))
+                       for answer in answers)
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:

@@ -103,6 +103,7 @@ def qa_record(question: Question, documents: list[str]) -> dict:
 
 
 def string_match_part(prediction: str, references: list[str]) -> float:
-    """RULER's string_match_part for one prediction: 1 when any reference is in it, case-insensitively."""
+    """RULER's string_match_part for one prediction: 1 when any reference is in it, case-insensitively (an empty
+    reference never matches: the data checks refuse one, and it would be found in every prediction)."""
     text = prediction.lower()
-    return max((1.0 if ref.lower() in text else 0.0) for ref in references)
+    return max((1.0 if ref.strip() and ref.lower() in text else 0.0) for ref in references)

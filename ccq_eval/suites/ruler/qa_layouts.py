@@ -4,10 +4,12 @@
   answers (``[{"text", "answer_start"}]``, as a flattened dev-v2.0.json holds them); Hugging Face's export
   (``Dataset.to_json``: ``answers`` as ``{"text": [...], "answer_start": [...]}``); and SQuAD's official
   dev-v2.0.json itself (``{"version", "data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}``), read as
-  RULER reads it (an ``is_impossible`` question has no answer).
+  RULER reads it (an ``is_impossible`` question has no answer, and neither has one whose answers are all empty, as a
+  flattened SQuAD 2.0 writes it: both dropped, as RULER drops unanswerable questions; an empty answer beside others
+  is refused, since it is found in every prediction).
 - HotpotQA: the documented rows (``question``, ``answer``, ``context`` as a list of [title, [sentences]]), which is
   also the official hotpot_dev_distractor_v1.json (a JSON array of them); and Hugging Face's export (``context`` as
-  ``{"title": [...], "sentences": [[...], ...]}``).
+  ``{"title": [...], "sentences": [[...], ...]}``). An empty answer is refused.
 
 Anything else is refused in one line naming the file, the line and the layouts read."""
 
@@ -64,6 +66,10 @@ def _squad_row(record, refuse) -> dict:
         if not isinstance(record.get(field), str):
             refuse(f"{field!r} must be a string")
     answers = [] if record.get("is_impossible") is True else _answers(record.get("answers"), refuse)
+    if not any(a.strip() for a in answers):
+        answers = []  # a flattened SQuAD 2.0 writes an unanswerable question's answer as "": RULER drops those
+    elif not all(a.strip() for a in answers):
+        refuse("'answers' holds an empty answer beside others (an empty answer is found in every prediction)")
     return {"title": record["title"], "context": record["context"], "question": record["question"],
             "answers": answers}
 
@@ -98,6 +104,9 @@ def _hotpot_row(record, refuse) -> dict:
     for field in ("question", "answer"):
         if not isinstance(record.get(field), str):
             refuse(f"{field!r} must be a string")
+    if not record["answer"].strip():
+        refuse("'answer' is empty (an empty answer is found in every prediction; HotpotQA has no unanswerable "
+               "question)")
     context = record.get("context")
     if isinstance(context, dict):  # Hugging Face's export: parallel lists
         titles, sentences = context.get("title"), context.get("sentences")

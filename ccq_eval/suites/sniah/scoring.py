@@ -14,9 +14,10 @@ def ruler_postprocess(prediction: str) -> str:
 
 
 def ruler_string_match(prediction: str, references: list[str]) -> float:
-    """Fraction of references found in the prediction, case-insensitively (RULER's string_match_all)."""
+    """Fraction of references found in the prediction, case-insensitively (RULER's string_match_all; an empty
+    reference is never found, where RULER's ``in`` would find it in every prediction)."""
     text = ruler_postprocess(prediction).lower()
-    return sum(ref.lower() in text for ref in references) / len(references)
+    return sum(bool(ref.strip()) and ref.lower() in text for ref in references) / len(references)
 
 
 def all_values_found(prediction: str, values: list[str]) -> bool:

@@ -1,7 +1,7 @@
 """Recall records in the layouts users have: JSON Lines with web text that holds U+2028, U+0085, control characters and
 RTL text (as TriviaQA's pages do) and a 5 MB document; a JSON array (Hugging Face's ``Dataset.to_json(lines=False)``,
 pandas' ``to_json(orient="records")``); gzip. Each read to the same records; an ``alt_answers`` that is not a list of
-strings is refused in one line before any model loads."""
+strings, and an empty answer anywhere, are refused in one line before any model loads."""
 
 from __future__ import annotations
 
@@ -53,5 +53,24 @@ def test_alternative_answers_that_are_not_strings_are_refused_in_one_line(altern
     records[2] = {**records[2], "alt_answers": alternatives}
     with pytest.raises(data.RecallDataError) as refused:
         data.read_records("recall_triviaqa", written(tmp_path, "triviaqa", records, ".jsonl"))
-    assert "line 3: 'alt_answers' must be a list of strings" in str(refused.value)
+    assert "line 3: 'alt_answers' must be a list of non-empty strings" in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("task,field,empty", [("recall_triviaqa", "answers", ["", "Paris"]),
+                                               ("recall_triviaqa", "answers", [" "]),
+                                               ("recall_triviaqa", "alt_answers", [""]),
+                                               ("recall_swde", "value", "")])
+def test_an_empty_answer_is_refused_in_one_line_and_never_scores(task, field, empty, tmp_path):
+    """An empty answer is found in every prediction (an empty one included): refused, naming the file and line,
+    before any model loads; and the scorer never counts one."""
+    from ccq_eval.suites.recall.scoring import contains
+
+    key = TASKS[task].key
+    records = shipped(key)
+    records[1] = {**records[1], field: empty}
+    with pytest.raises(data.RecallDataError) as refused:
+        data.read_records(task, written(tmp_path, key, records, ".jsonl"))
+    message = str(refused.value)
+    assert f"{key}.jsonl" in message and f"line 2: '{field}' must be" in message and "\n" not in message
+    assert contains("", [""]) == 0.0 and contains("no answer here", [" ", "answer"]) == 100.0

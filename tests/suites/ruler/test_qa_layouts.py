@@ -99,6 +99,10 @@ def test_hostile_text_and_a_5_mb_line_are_kept_whole(tmp_path):
     ("hotpotqa", {"question": "q", "answer": "a", "context": [{"title": "t"}]}, "'context' must be a list of"),
     ("hotpotqa", {"question": "q", "answer": "a", "context": {"title": ["t"], "sentences": []}},
      "'title' and 'sentences' lists of one length"),
+    ("squad", {"title": "t", "context": "c", "question": "q", "answers": ["Paris", ""]}, "an empty answer beside"),
+    ("squad", {"title": "t", "context": "c", "question": "q", "answers": {"text": ["Paris", " "], "answer_start": [0, 0]}},
+     "an empty answer beside"),
+    ("hotpotqa", {"question": "q", "answer": " ", "context": [["t", ["s"]]]}, "'answer' is empty"),
 ])
 def test_a_record_in_no_layout_is_refused_in_one_line(tmp_path, name, record, said):
     task = "ruler_qa_squad" if name == "squad" else "ruler_qa_hotpot"
@@ -138,3 +142,20 @@ def test_the_command_names_the_smallest_length_and_writes_nothing(tmp_path, caps
                                     qa_data.sources(["ruler_qa_squad"], str(SHIPPED_RECORDS)), 1024, 2, seed=0)
     assert code == 2 and len(err) == 1 and not store.exists()
     assert f"({smallest} tokens at least, with RULER's least 10 documents)" in err[0]
+
+
+def test_squad_2s_unanswerable_rows_are_dropped_as_rulers_read_drops_them(tmp_path):
+    """A flattened SQuAD 2.0 writes an unanswerable question's answer as "" (or as no answer): such a question is
+    dropped, as RULER drops SQuAD's impossible ones, so no empty answer reaches the scorer (where it would be found in
+    every prediction, an empty one included)."""
+    from ccq_eval.suites.ruler.qa import string_match_part
+
+    rows = documented("squad")
+    unanswerable = [{**rows[0], "question": "Who is not named here?", "answers": [""]},
+                    {**rows[1], "question": "Which year is not said?", "answers": {"text": [""], "answer_start": [-1]}},
+                    {**rows[2], "question": "What is nowhere?", "answers": [{"text": "", "answer_start": -1}]}]
+    source = qa_data.load_source("ruler_qa_squad", written(tmp_path, "squad", rows + unanswerable))
+    asked = {question.query for question in source.qa_set.questions}
+    assert asked == {r["question"] for r in rows if r["answers"]} and not asked & {r["question"] for r in unanswerable}
+    assert all(all(a.strip() for a in question.outputs) for question in source.qa_set.questions)
+    assert string_match_part("", [""]) == 0.0 and string_match_part("anything", ["", "thing"]) == 1.0
