@@ -84,6 +84,9 @@ def add(subparsers) -> None:
                      help="ccq-eval's own decoding kernels: auto (default) checks each against its reference on the "
                           "device on first use and runs the reference where it disagrees; own trusts them unchecked; "
                           "reference never runs them (the run records which path each took)")
+    run.add_argument("--rendezvous-timeout", metavar="MINUTES", type=number(float, 0.01, 1440.0, "minutes"),
+                     default=5.0, help="data-parallel runs (torchrun, accelerate launch): how long the ranks wait for "
+                                       "each other before naming the ones that never came and exiting (default 5)")
     _add_suite_options(run)
 
 
@@ -111,5 +114,6 @@ def handle(args) -> int:
         label=args.label, store=args.store, data_dir=args.data_dir, seed=args.seed, device=args.device,
         dtype=args.dtype, batch_size=_batch_size(args.batch_size), force=args.force, dry_run=args.dry_run,
         allow_pickle=args.allow_pickle, ccq_lambda=args.ccq_lambda, ccq_sigma_scale=args.ccq_sigma_scale,
-        options=_suite_options(args), shard=args.shard, threads=args.threads, kernels=args.kernels)
+        options=_suite_options(args), shard=args.shard, threads=args.threads, kernels=args.kernels,
+        rendezvous_timeout=args.rendezvous_timeout)
     return run_suite(request)

@@ -3,10 +3,9 @@ the loaded model where there is one, its tokenizer, data-parallel ranks and prov
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from ccq_eval.generation.ranks import Ranks
+from ccq_eval.generation.ranks import Ranks, launch
 from ccq_eval.run.request import RunRequest, ccq_overrides
 
 
@@ -51,11 +50,11 @@ def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     from ccq_eval.run.batching import default_batch_size
 
     device = request.device
-    ranks = Ranks.from_environment()
+    ranks = Ranks.from_environment(request.rendezvous_timeout)
     if ranks.world_size > 1 and device in ("auto", "cuda"):  # one GPU per rank under accelerate launch / torchrun
         import torch
 
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', ranks.rank))}" if torch.cuda.is_available() else "cpu"
+        device = f"cuda:{launch().local_rank}" if torch.cuda.is_available() else "cpu"
     model, tokenizer, provenance = load_model(request.model, device=device, dtype=request.dtype,
                                               allow_pickle=request.allow_pickle,
                                               ccq_overrides=ccq_overrides(request) or None)

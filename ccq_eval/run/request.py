@@ -34,6 +34,7 @@ class RunRequest:
     shard: str | None = None  # "i/n": this job runs the i-th of n deterministic slices of the units
     threads: int | None = None  # torch threads; None: machine.choose_threads decides
     kernels: str = "auto"  # ccq-eval's own kernels: auto (each checked first), own (unchecked), reference (never)
+    rendezvous_timeout: float = 5.0  # minutes the data-parallel ranks wait for each other before naming the absent
     command_line: str = field(default_factory=lambda: shlex.join(sys.argv))
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 from ccq_eval.data.cache import check_cache_root
 from ccq_eval import machine
 from ccq_eval.generation.generator import Generator
+from ccq_eval.generation.ranks import launch
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.raw_output import check_raw_folder, save_raw
@@ -148,6 +149,7 @@ class Runner:
     def prepare(self):
         r = self.request
         check_label(r.label)  # before any work: a label the tables cannot show is refused at the flag
+        launch()  # the launcher's environment (WORLD_SIZE, RANK, ...), checked before anything loads
         check_cache_root()  # where data are frozen: a bad location is bad input before any work
         if r.suite == "all":
             if r.tasks or r.lengths:
