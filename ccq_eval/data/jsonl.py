@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from pathlib import Path
 
@@ -88,30 +89,35 @@ def _check_text(value, number: int, path: Path, error: type[Exception], what: st
                     "which is not text; fix or drop that line")
 
 
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+
+
 def _json_document(text: str, path: Path, error: type[Exception], what: str) -> list[tuple[int, object]]:
-    """A .json file: its array's records, each numbered by the line it starts on; or its one object."""
+    """A .json file: its array's records, each numbered by the line it starts on; or its one object. One pass: the
+    decoder reads in place and line numbers are counted on from the previous record (an official file of 50 MB reads
+    in about the time its JSON Lines copy does)."""
     decoder = json.JSONDecoder(strict=False)
-    start = len(text) - len(text.lstrip())
+    start = _WHITESPACE.match(text).end()
     try:
-        if not text[start:].startswith("["):
+        if not text.startswith("[", start):
             value, end = decoder.raw_decode(text, start)
             if text[end:].strip():
                 raise json.JSONDecodeError("extra data", text, end)
             _check_text(value, 1, path, error, what)
             return [(1, value)]
-        records, at = [], start + 1
+        records, at, line, counted = [], start + 1, 1, 0
         while True:
-            at = len(text) - len(text[at:].lstrip())
+            at = _WHITESPACE.match(text, at).end()
             if text.startswith("]", at):
                 break
             if records:
                 if not text.startswith(",", at):
                     raise json.JSONDecodeError("expected ',' or ']'", text, at)
-                at = len(text) - len(text[at + 1:].lstrip())
-            number = text.count("\n", 0, at) + 1
+                at = _WHITESPACE.match(text, at + 1).end()
+            line, counted = line + text.count("\n", counted, at), at
             value, at = decoder.raw_decode(text, at)
-            _check_text(value, number, path, error, what)
-            records.append((number, value))
+            _check_text(value, line, path, error, what)
+            records.append((line, value))
         if text[at + 1:].strip():
             raise json.JSONDecodeError("extra data", text, at + 1)
         return records

@@ -47,6 +47,9 @@ def check_records(task: str, numbered, where: str) -> list[dict]:
                                              and all(isinstance(a, str) and a.strip() for a in alternatives)):
             raise RecallDataError(f"{at}: 'alt_answers' must be a list of non-empty strings (the reference matches "
                                   "each one in the document)")
+        position = record.get("tok_pos")  # NQ: where the answer's token is, when the document does not hold it
+        if position is not None and (type(position) is not int or position < 0):
+            raise RecallDataError(f"{at}: 'tok_pos' must be a whole number of tokens (>= 0), not {position!r}")
         records.append({k: record[k] for k in KEPT_FIELDS if k in record})
     if not records:
         raise RecallDataError(f"{where}: no records")
@@ -116,13 +119,17 @@ def parquet_records(path: Path) -> list[dict]:
     """The parquet's rows with the fields the protocol reads, lists as lists."""
     import pandas as pd
 
-    def plain(value):  # parquet's arrays and numpy scalars as JSON's lists and numbers
+    def plain(field: str, value):  # parquet's arrays and numpy scalars as JSON's lists and numbers
         if hasattr(value, "__len__") and not isinstance(value, str):
             return [str(v) for v in value]
-        return value.item() if hasattr(value, "item") else value
+        value = value.item() if hasattr(value, "item") else value
+        if isinstance(value, float) and (value != value or (field == "tok_pos" and value.is_integer())):
+            # pandas reads an integer column with gaps as floats: a gap (NaN) is no value, a position a whole number
+            return None if value != value else int(value)
+        return value
 
     frame = pd.read_parquet(path)
-    return [{k: plain(row[k]) for k in KEPT_FIELDS if k in frame.columns and row[k] is not None}
+    return [{k: v for k in KEPT_FIELDS if k in frame.columns and (v := plain(k, row[k])) is not None}
             for row in frame.to_dict("records")]
 
 

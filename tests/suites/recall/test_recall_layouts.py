@@ -74,3 +74,29 @@ def test_an_empty_answer_is_refused_in_one_line_and_never_scores(task, field, em
     message = str(refused.value)
     assert f"{key}.jsonl" in message and f"line 2: '{field}' must be" in message and "\n" not in message
     assert contains("", [""]) == 0.0 and contains("no answer here", [" ", "answer"]) == 100.0
+
+
+@pytest.mark.parametrize("position", ["12", 12.5, True, -3])
+def test_a_token_position_that_is_not_a_whole_number_is_refused_before_the_model_loads(position, tmp_path):
+    """NQ's tok_pos is where the window centres when the document lacks the answer: checked with the record, not
+    met as a TypeError after the model has loaded."""
+    records = shipped("nq")
+    records[0] = {**records[0], "tok_pos": position}
+    with pytest.raises(data.RecallDataError) as refused:
+        data.read_records("recall_nq", written(tmp_path, "nq", records, ".jsonl"))
+    assert "line 1: 'tok_pos' must be a whole number of tokens" in str(refused.value)
+    records[0] = {**records[0], "tok_pos": 12}
+    assert data.read_records("recall_nq", written(tmp_path / "ok", "nq", records, ".jsonl"))[0]["tok_pos"] == 12
+
+
+def test_a_fetched_parquet_with_gaps_in_tok_pos_reads_whole_numbers_and_no_gaps(tmp_path):
+    """pandas reads an integer column with a gap as floats: the fetched records hold 12, not 12.0, and no NaN."""
+    import pandas as pd
+
+    rows = shipped("nq")[:2]
+    frame = pd.DataFrame([{**rows[0], "tok_pos": 12}, {**rows[1], "tok_pos": None}])
+    assert frame["tok_pos"].dtype == "float64"  # what the reader meets
+    frame.to_parquet(tmp_path / "nq.parquet")
+    records = data.parquet_records(tmp_path / "nq.parquet")
+    assert records[0]["tok_pos"] == 12 and type(records[0]["tok_pos"]) is int and "tok_pos" not in records[1]
+    assert data.check_records("recall_nq", enumerate(records, 1), "nq") == records
