@@ -70,15 +70,29 @@ def lengths_text(lengths) -> str:
     return ",".join(f"{L // 1024}k" if L % 1024 == 0 else str(L) for L in lengths)
 
 
+def say_orphans(store) -> None:
+    """One line on stderr when the store holds rows whose run is gone (a store edited by hand, foreign keys off):
+    every read leaves them out."""
+    import sys
+
+    found = store.reads.orphans()
+    if any(found.values()):
+        print(f"ccq-eval: note: {found['units']} unit(s), {found['metrics']} metric row(s) and {found['samples']} "
+              f"sample(s) belong to no run (the store was edited by hand) and are left out; `ccq-eval runs --check "
+              f"--store {store.path}` lists them", file=sys.stderr)
+
+
 def open_for_reading(path: str):
-    """The store opened read-only, with one line on stderr naming what its readers leave out: stored numbers that are
-    not finite (no run stores one and ingest refuses them, but a hand-edited or foreign store may hold them)."""
+    """The store opened read-only, with one line on stderr for each kind of row its readers leave out: rows whose run
+    is gone, and stored numbers that are not finite (no run stores one and ingest refuses them, but a hand-edited or
+    foreign store may hold them)."""
     import sys
 
     from ccq_eval.store import Store
     from ccq_eval.text import visible
 
     store = Store(path, readonly=True)
+    say_orphans(store)
     untrusted = store.reads.untrusted_metrics()
     if untrusted:
         label, suite, task, length, metric, value = untrusted[0]

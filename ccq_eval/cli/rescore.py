@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ccq_eval.cli.common import add_store
+from ccq_eval.cli.common import add_store, say_orphans
 from ccq_eval.errors import BadInput
 from ccq_eval.text import visible
 
@@ -33,7 +33,9 @@ def handle(args) -> int:
                        "store); pass the --store that holds the results")
     given = [*(["--suite", args.suite] if args.suite else []), *(["--tasks", args.tasks] if args.tasks else []),
              "--store", args.store]  # the rescore's run records its command line
-    done = rescore(Store(args.store), SUITES, args.suite, args.tasks, given)
+    store = Store(args.store)
+    say_orphans(store)
+    done = rescore(store, SUITES, args.suite, args.tasks, given)
     for label, task, length, metric, before, after in done.written:
         change = "unchanged" if before == after else f"{before:.4g} -> {after:.4g}"
         print(f"{visible(label)} {task} at {length}: {metric} {after:.4g} ({change})")

@@ -1,4 +1,5 @@
-"""`ccq-eval runs`: list the store's runs, or delete one with its units, metrics and samples."""
+"""`ccq-eval runs`: list the store's runs, check the store for rows whose run is gone, or delete a run with its units,
+metrics and samples."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def add(subparsers) -> None:
     runs = subparsers.add_parser(NAME, help="list runs in the store, or delete one")
     add_store(runs)
     runs.add_argument("--delete", metavar="ID", help="delete this run and its units, metrics and samples")
+    runs.add_argument("--check", action="store_true", help="list the rows whose run is gone (a store edited by hand, "
+                                                           "which every reader leaves out); exit 1 if there are any")
 
 
 def _delete(args) -> int:
@@ -30,13 +33,35 @@ def _delete(args) -> int:
     return 0
 
 
+def _check(args) -> int:
+    from ccq_eval.store import Store
+
+    if not Path(args.store).exists():
+        raise BadInput(f"--store {args.store!r}: no such store; pass the --store to check")
+    store = Store(args.store, readonly=True)
+    found = store.reads.orphans()
+    if not any(found.values()):
+        print(f"{args.store}: every unit, metric row and sample belongs to a run")
+        return 0
+    print(f"{args.store}: {found['units']} unit(s), {found['metrics']} metric row(s) and {found['samples']} sample(s) "
+          "belong to no run; every reader leaves them out")
+    for unit_id, run_id, task, length, status in store.reads.orphan_units():
+        print(f"  unit {unit_id} ({visible(task)} at {length}, {status}): its run {run_id} is gone")
+    return 1
+
+
 def handle(args) -> int:
     from ccq_eval.store import Store
 
     if args.delete is not None:
         return _delete(args)
-    print(f"{'id':<38}{'label':<24}{'started':<27}{'status':<12}units")
-    for run in Store(args.store, readonly=True).reads.runs():
-        label = visible(run.label)  # a stored label's controls never reach the terminal raw
-        print(f"{run.id:<38}{label[:23]:<24}{run.started:<27}{run.status:<12}{run.complete_units}/{run.units}")
+    if args.check:
+        return _check(args)
+    runs = Store(args.store, readonly=True).reads.runs()
+    rows = [(run.id, visible(run.label)[:40], run.started, run.status, f"{run.complete_units}/{run.units}")
+            for run in runs]  # a stored label's controls never reach the terminal raw
+    header = ("id", "label", "started", "status", "units")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:  # columns as wide as their widest value, two spaces apart
+        print("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip())
     return 0

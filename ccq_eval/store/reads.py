@@ -11,6 +11,11 @@ _RUNS_WITH_COUNTS = ("SELECT r.*, COUNT(u.id) AS units, COALESCE(SUM(u.status = 
                      "FROM runs r LEFT JOIN units u ON u.run_id = r.id")
 
 
+# rows whose parent is gone (a store edited by hand with foreign keys off, as the sqlite3 shell has them): no read
+# below returns them; ``orphans`` counts them
+_LIVE_UNITS = "SELECT u.id FROM units u JOIN runs r ON r.id = u.run_id"
+
+
 def _in(values) -> str:
     return f"({', '.join('?' * len(values))})"
 
@@ -33,14 +38,14 @@ class Reads(Part):
     def units(self, run_id: str | None = None, status: str | None = None) -> list[UnitRow]:
         """Units in the order they were stored, of one run and / or one status."""
         where = [(c, v) for c, v in (("run_id", run_id), ("status", status)) if v is not None]
-        clause = " WHERE " + " AND ".join(f"{c} = ?" for c, _ in where) if where else ""
-        return [UnitRow.of(r) for r in self.query(f"SELECT * FROM units{clause} ORDER BY rowid",
-                                                  tuple(v for _, v in where))]
+        clause = "".join(f" AND {c} = ?" for c, _ in where)
+        return [UnitRow.of(r) for r in self.query(f"SELECT * FROM units WHERE run_id IN (SELECT id FROM runs){clause} "
+                                                  "ORDER BY rowid", tuple(v for _, v in where))]
 
     def metrics(self, unit_id: str | None = None, tasks: tuple[str, ...] | None = None,
                 primary_only: bool = False) -> list[MetricRow]:
         """Metric rows of one unit, or of every unit, narrowed to some tasks and / or the primary metric."""
-        where, params = [], []
+        where, params = [f"unit_id IN ({_LIVE_UNITS})"], []
         if unit_id is not None:
             where.append("unit_id = ?")
             params.append(unit_id)
@@ -49,8 +54,8 @@ class Reads(Part):
             params += list(tasks)
         if primary_only:
             where.append("is_primary = 1")
-        clause = " WHERE " + " AND ".join(where) if where else ""
-        return [MetricRow.of(r) for r in self.query(f"SELECT * FROM metrics{clause} ORDER BY rowid", tuple(params))]
+        return [MetricRow.of(r) for r in self.query(f"SELECT * FROM metrics WHERE {' AND '.join(where)} ORDER BY rowid",
+                                                    tuple(params))]
 
     def samples(self, unit_id: str) -> list[SampleRow]:
         return [SampleRow.of(r) for r in self.query("SELECT * FROM samples WHERE unit_id = ? ORDER BY idx", (unit_id,))]
@@ -66,7 +71,8 @@ class Reads(Part):
     def complete_unit_keys(self, label: str | None = None) -> set[str]:
         """The keys with a complete result (one computed result each); with ``label``: those that label holds."""
         if label is None:
-            return {r[0] for r in self.query("SELECT unit_key FROM units WHERE status = 'complete'")}
+            return {r[0] for r in self.query("SELECT u.unit_key FROM units u JOIN runs r ON r.id = u.run_id "
+                                             "WHERE u.status = 'complete'")}
         return {r[0] for r in self.query("SELECT u.unit_key FROM units u JOIN runs r ON r.id = u.run_id "
                                          "WHERE u.status = 'complete' AND r.label = ?", (label,))}
 
@@ -83,6 +89,17 @@ class Reads(Part):
         """(task, context length, status) of each unit a run stored, in the order it stored them."""
         return [(u.task, u.context_length, u.status) for u in self.units(run_id)]
 
+    def orphans(self) -> dict[str, int]:
+        """Rows whose run (or unit) is gone, which no read returns: {"units": n, "metrics": n, "samples": n}."""
+        return {"units": self.query("SELECT COUNT(*) FROM units WHERE run_id NOT IN (SELECT id FROM runs)")[0][0],
+                **{table: self.query(f"SELECT COUNT(*) FROM {table} WHERE unit_id NOT IN ({_LIVE_UNITS})")[0][0]
+                   for table in ("metrics", "samples")}}
+
+    def orphan_units(self) -> list[tuple[str, str, str, int, str]]:
+        """(unit id, missing run id, task, length, status) of each unit whose run is gone."""
+        return [tuple(r) for r in self.query("SELECT id, run_id, task, context_length, status FROM units WHERE run_id "
+                                             "NOT IN (SELECT id FROM runs) ORDER BY rowid")]
+
     # --- frames for the report --------------------------------------------------------------------
 
     def metrics_frame(self):
@@ -90,7 +107,7 @@ class Reads(Part):
         return self.frame(
             "SELECT m.label, m.model, m.suite, m.task, m.context_length, m.metric, m.value, m.stderr, m.n, "
             "m.higher_is_better, m.is_primary, u.id AS unit_id, u.finished, u.settings "
-            "FROM metrics m JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete'")
+            "FROM metrics m JOIN units u ON u.id = m.unit_id JOIN runs r ON r.id = u.run_id WHERE u.status = 'complete'")
 
     def label_cells(self, label: str) -> dict[tuple[str, str, int], str]:
         """(suite, task, context_length) -> unit key of every complete unit a label holds."""
@@ -103,7 +120,7 @@ class Reads(Part):
         not a finite number: text, or an infinity (SQLite stores NaN as NULL, which the schema refuses)."""
         return [tuple(r) for r in self.query(
             "SELECT m.label, m.suite, m.task, m.context_length, m.metric, CAST(m.value AS TEXT) FROM metrics m "
-            "JOIN units u ON u.id = m.unit_id WHERE u.status = 'complete' AND (typeof(m.value) NOT IN "
+            "JOIN units u ON u.id = m.unit_id JOIN runs r ON r.id = u.run_id WHERE u.status = 'complete' AND (typeof(m.value) NOT IN "
             "('real', 'integer') OR m.value > 1.7976931348623157e308 OR m.value < -1.7976931348623157e308)")]
 
     def samples_frame(self, suite: str, columns: tuple[str, ...]):
