@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ccq_eval.report.entries import table
-from ccq_eval.report.formats import DELTA_ROW, Rendered, grid
+from ccq_eval.report.formats import DELTA_ROW, Rendered, csv_text, grid
 from ccq_eval.report.labels import model_name, pairs_of
 from ccq_eval.report.paired_tests import PairedResult, p_text
 from ccq_eval.suites import SUITES
@@ -73,7 +73,7 @@ def pairs_table(results, options) -> Rendered | None:
                "0/1 scores) and perplexity (paired bootstrap over sequences); then mean ± sd of the delta over seeds")
     blank = values.where(values.isna())  # a delta has no "best" to put in bold
     return Rendered(grid(blank, cells, caption, no_best, kinds={name: DELTA_ROW for name in cells.index}),
-                    pd.DataFrame(long).to_csv(index=False, float_format="%.10g"))
+                    csv_text(pd.DataFrame(long), "%.10g", index=False))
 
 
 def seed_groups(results) -> dict[tuple[str, str], list[tuple[str, str]]]:

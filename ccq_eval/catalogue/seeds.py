@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ccq_eval.report.entries import table
-from ccq_eval.report.formats import Rendered, grid
+from ccq_eval.report.formats import Rendered, csv_text, grid
 from ccq_eval.report.labels import model_name
 from ccq_eval.suites import SUITES
 from ccq_eval.suites.base import format_length
@@ -52,4 +52,4 @@ def seeds_table(results, options) -> Rendered | None:
             .rename_axis(["model", "column"]).reset_index())
     caption = "Mean ± sample standard deviation over seeds (accuracy \\%, answer NLL per token, perplexity)"
     return Rendered(grid(mean.rename(index=names), cells.rename(index=names), caption, direction),
-                    long.to_csv(index=False, float_format="%.4g"))
+                    csv_text(long, "%.4g", index=False))

@@ -26,9 +26,11 @@ def handle(args) -> int:
     from ccq_eval.store import Store
     from ccq_eval.suites import SUITES
 
-    if not args.store.startswith("file:") and not Path(args.store).exists():
+    if args.store.startswith("file:"):
+        raise BadInput(f"--store {args.store!r}: a SQLite URI, not a path; pass the file's path (--store PATH)")
+    if not Path(args.store).exists():
         raise BadInput(f"--store {args.store!r}: no such store; pass the --store that holds the results")
-    if not args.store.startswith("file:") and Path(args.store).is_file() and Path(args.store).stat().st_size == 0:
+    if Path(args.store).is_file() and Path(args.store).stat().st_size == 0:
         raise BadInput(f"--store {args.store!r}: an empty file, not a store (rescore re-scores results, it makes no "
                        "store); pass the --store that holds the results")
     given = [*(["--suite", args.suite] if args.suite else []), *(["--tasks", args.tasks] if args.tasks else []),

@@ -20,11 +20,6 @@ from pathlib import Path
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")  # what a suite's file may be called, in this order
 
 
-def find_record_file(folder: Path, stem: str) -> Path | None:
-    """``folder/<stem><suffix>`` for the first suffix of SUFFIXES that exists, else None."""
-    return next((folder / f"{stem}{suffix}" for suffix in SUFFIXES if (folder / f"{stem}{suffix}").exists()), None)
-
-
 def read_jsonl(path: Path, error: type[Exception], what: str) -> tuple[list[tuple[int, object]], int]:
     """([(line number, parsed value)], blank lines skipped)."""
     text = _text(path, error, what)

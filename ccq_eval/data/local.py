@@ -3,6 +3,8 @@ fetched copy in the cache; and the one-line message when some of it is found in 
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from ccq_eval.data.cache import cache_root, load_frozen
@@ -36,11 +38,43 @@ def _intact(path: Path) -> bool:
     return True
 
 
+class LocalFileError(BadInput):
+    """A user's data file that cannot be the one meant: a broken symbolic link, or two files for one name."""
+
+
+def _broken_link(path: Path) -> str | None:
+    """Why a symbolic link leads nowhere (it loops, or its target is missing), or None."""
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as exc:
+        return "loops" if exc.errno == errno.ELOOP else f"points at {os.readlink(path)!r}, which does not exist"
+    except RuntimeError:  # pathlib's own loop error on some Pythons
+        return "loops"
+    return None
+
+
+def users_file(kind: str, name: str, data_dir: str | None) -> Path | None:
+    """The one file DATA_DIR holds for ``name``: a broken link is named as one, and two spellings of one file (squad.jsonl
+    beside squad.json) are refused, naming both."""
+    mine = candidates(kind, name, data_dir)[:-1]
+    for path in mine:
+        if (why := _broken_link(path)) is not None:
+            raise LocalFileError(f"{str(path)!r} is a symbolic link that {why}; point it at the file, or remove it")
+    present = [path for path in mine if path.exists()]
+    if len(present) > 1:
+        raise LocalFileError(f"{kind} {name!r}: two files for it, {' and '.join(repr(str(p)) for p in present)}; keep "
+                             "one (which to read would be a guess)")
+    return present[0] if present else None
+
+
 def find(kind: str, name: str, data_dir: str | None) -> Path | None:
-    """The first candidate that exists; a cached copy is verified against its sidecar when it is read
-    (again whenever the file changes)."""
-    found = next((p for p in candidates(kind, name, data_dir) if p.exists()), None)
-    if found is not None and found == candidates(kind, name, None)[-1] and not _intact(found):
+    """The user's file in DATA_DIR, else the cache's copy if it exists; a cached copy is verified against its sidecar
+    when it is read (again whenever the file changes)."""
+    cached = candidates(kind, name, None)[-1]
+    found = users_file(kind, name, data_dir) or (cached if cached.exists() else None)
+    if found is not None and found == cached and not _intact(found):
         raise CacheAltered(f"cached {kind} file {str(found)!r} does not match its sha256 sidecar (edited or cut "
                            f"short); delete it and fetch it again (ccq-eval data fetch {kind})")
     return found

@@ -21,6 +21,16 @@ class Request:
     stop_when: Callable[[str], bool] | None = None
     score: tuple[int, ...] = ()  # a continuation to teacher-force from the prompt's prefill: its mean NLL per token
 
+    def __post_init__(self):
+        # a row generates its first token from the prefill: fewer than one to generate cannot be honoured
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens {self.max_new_tokens!r}: a request generates at least 1 token")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
+            raise ValueError(f"min_new_tokens {self.min_new_tokens!r}: must be in [0, max_new_tokens "
+                             f"{self.max_new_tokens}]")
+        if not self.prompt:
+            raise ValueError("prompt: a request needs at least one prompt token")
+
 
 @dataclass
 class Result:

@@ -107,6 +107,27 @@ def to_markdown(table: Grid) -> str:
     return shown.to_markdown(tablefmt="pipe")
 
 
+# a text cell a spreadsheet would read as a formula (OWASP's CSV-injection list: = + - @, tab, carriage return)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(text):
+    """A text cell as a spreadsheet shows it, never runs it: one starting as a formula would is prefixed with ``'``
+    (OWASP's advice); numbers are never text here, so a negative number stays a number."""
+    return "'" + text if isinstance(text, str) and text.startswith(FORMULA_START) else text
+
+
+def csv_text(frame: pd.DataFrame, float_format: str, index: bool = True) -> str:
+    """The frame as CSV with every text cell, label and heading made inert (a label is whatever a user typed)."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = frame[column].map(inert)
+    frame.columns = [inert(c) for c in frame.columns]
+    frame.index = frame.index.map(inert).rename(frame.index.name)
+    return frame.to_csv(float_format=float_format, index=index)
+
+
 def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None,
            families: dict | None = None) -> str:
     frame = with_family(values, families)
@@ -114,7 +135,7 @@ def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | 
         for column in values.columns:
             frame[f"{column} ci_low"], frame[f"{column} ci_high"] = low[column], high[column]
     frame.index.name = "label"
-    return frame.to_csv(float_format="%.4g")
+    return csv_text(frame, "%.4g")
 
 
 def number_cells(values: pd.DataFrame, digits: int = 2, signed_rows=()) -> pd.DataFrame:

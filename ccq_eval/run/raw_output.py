@@ -10,24 +10,21 @@ from ccq_eval.store import StoreWriteError
 from ccq_eval.suites.base import SuiteError
 
 
-def raw_folder(store: str) -> Path | None:
-    """Where a store's raw output goes; None for a store given as a ``file:`` URI (no folder beside it)."""
-    return None if store.startswith("file:") else Path(store).resolve().parent / "raw"
+def raw_folder(store: str) -> Path:
+    """Where a store's raw output goes: raw/ beside it."""
+    return Path(store).resolve().parent / "raw"
 
 
 def check_raw_folder(store: str) -> None:
     """Bad input before any work: a file where the raw folder goes."""
     folder = raw_folder(store)
-    if folder is not None and folder.exists() and not folder.is_dir():
+    if folder.exists() and not folder.is_dir():
         raise SuiteError(f"--store {store!r}: {str(folder)!r} beside it is a file, where raw lm-eval output goes; "
                          "move it aside or pass another --store")
 
 
 def save_raw(store: str, run_id: str, task: str, length: int, raw: dict) -> None:
-    folder = raw_folder(store)
-    if folder is None:
-        return
-    folder = folder / run_id
+    folder = raw_folder(store) / run_id
     try:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{task}-{length}.json").write_text(json.dumps(raw, indent=1, default=str))

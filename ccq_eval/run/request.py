@@ -66,10 +66,14 @@ def slurm_shard(text: str, environ) -> tuple[int, int] | None:
     except (KeyError, ValueError) as exc:
         raise SuiteError(f"--shard {text}: Slurm's array variables are incomplete or not numbers ({exc}); pass "
                          "--shard I/N") from None
-    index = (task - first) // max(step, 1)
-    if count < 1 or not 0 <= index < count:
-        raise SuiteError(f"--shard {text}: array task {task} is not one of {count} tasks from {first} by {step}; pass "
+    if step < 1 or count < 1:
+        raise SuiteError(f"--shard {text}: Slurm's array step {step} and count {count} must be at least 1; pass "
                          "--shard I/N")
+    index, off_step = divmod(task - first, step)
+    if off_step or not 0 <= index < count:
+        raise SuiteError(f"--shard {text}: array task {task} is not one of {count} tasks from {first} by {step} "
+                         f"({', '.join(str(first + step * i) for i in range(min(count, 4)))}{', ...' if count > 4 else ''});"
+                         " pass --shard I/N")
     return index, count
 
 
@@ -87,7 +91,9 @@ def select_shard(units: list, shard: tuple[int, int] | None) -> list:
 def ccq_overrides(request: RunRequest) -> dict:
     overrides = {}
     if request.ccq_lambda is not None:
-        overrides.update(ccq_fixed_lambda=float(request.ccq_lambda), ccq_sigma_scale=request.ccq_sigma_scale or "trace")
+        # + 0.0: -0.0 is 0 (one contraction, one label, one unit key)
+        overrides.update(ccq_fixed_lambda=float(request.ccq_lambda) + 0.0,
+                         ccq_sigma_scale=request.ccq_sigma_scale or "trace")
     elif request.ccq_sigma_scale is not None:
         overrides["ccq_sigma_scale"] = request.ccq_sigma_scale
     return overrides
@@ -115,4 +121,9 @@ def default_label(request: RunRequest) -> str:
         name += f"+ccq{overrides['ccq_fixed_lambda']:g}"
         if overrides["ccq_sigma_scale"] != "trace":
             name += f"-{overrides['ccq_sigma_scale']}"
+    from ccq_eval.text import label_problem
+
+    if (problem := label_problem(name)) is not None:  # the same check as --label's
+        raise SuiteError(f"--model {request.model!r}: the label taken from its name, {name!r}, "
+                         f"{problem.split(';')[0]}; pass --label NAME")
     return name

@@ -149,6 +149,7 @@ class Runner:
     def prepare(self):
         r = self.request
         check_label(r.label)  # before any work: a label the tables cannot show is refused at the flag
+        default_label(r)  # and so is one taken from the model's folder name
         launch()  # the launcher's environment (WORLD_SIZE, RANK, ...), checked before anything loads
         check_cache_root()  # where data are frozen: a bad location is bad input before any work
         if r.suite == "all":
@@ -187,7 +188,7 @@ class Runner:
                              f"{groups} task group{'s' if groups != 1 else ''}, split whole across shards); use at "
                              f"most {groups} shards")
         # opened last: bad input above never creates or touches a store; a dry run creates none
-        self.store = None if r.dry_run and not r.store.startswith("file:") and not Path(r.store).exists() else Store(
+        self.store = None if r.dry_run and not Path(r.store).exists() else Store(
             r.store, readonly=r.dry_run)
         return self
 

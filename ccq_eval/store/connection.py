@@ -26,7 +26,8 @@ def _in_memory_uri(path: str) -> bool:
 
 
 class Connection:
-    """``Connection(path)`` opens (creating if needed) a store; ``path`` may be a ``file:...`` SQLite URI."""
+    """``Connection(path)`` opens (creating if needed) a store at a file's path (a ``file:`` SQLite URI is refused:
+    its query would decide whether the store is created, read-only or kept in memory, past every check here)."""
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path = str(path)
@@ -34,21 +35,21 @@ class Connection:
         if not self.path.strip() or self.path.strip() in (":memory:", "file::memory:") or _in_memory_uri(self.path):
             # SQLite would open a temporary database: every result would be saved nowhere
             raise StoreError(f"store {self.path!r}: not a file; pass --store PATH (default results/ccq.db)")
-        uri = self.path.startswith("file:")
-        if not uri:
-            self._check_file(Path(self.path))
-        target = self.path if uri else (f"file:{self.path}?mode=ro" if readonly else self.path)
+        if self.path.startswith("file:"):
+            raise StoreError(f"store {self.path!r}: a SQLite URI, not a path; pass the file's path (--store PATH)")
+        self._check_file(Path(self.path))
+        target = Path(self.path).resolve().as_uri() + "?mode=ro" if readonly else self.path
         try:
             try:
-                self._open(target, uri or readonly)
+                self._open(target, readonly)
             except sqlite3.OperationalError:
-                if not (readonly and not uri and self._closed_cleanly()):
+                if not (readonly and self._closed_cleanly()):
                     raise
                 # a store in a folder this user cannot write: SQLite's WAL mode wants to create its shared-memory file
                 # there even to read. Closed cleanly (no write-ahead log beside it), the file alone is the whole store.
                 self._open(Path(self.path).resolve().as_uri() + "?mode=ro&immutable=1", True)
         except sqlite3.DatabaseError as exc:
-            if not readonly and not uri and self._readable_read_only():
+            if not readonly and self._readable_read_only():
                 raise StoreError(f"store {self.path!r}: readable but not writable ({exc}; SQLite also writes a -wal "
                                  "and a -shm file beside it); make the file and its folder writable, or copy it to a "
                                  "writable --store") from exc

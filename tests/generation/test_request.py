@@ -43,3 +43,18 @@ def test_a_predicate_ends_its_row_once_it_holds_and_counts_each_token_it_was_ask
     assert taken == 3 and result.predicate_steps == 3
     taken, result = run(Request((1,), 4, stop_when=lambda text: "42" in text), "abcdefg")
     assert taken == 4 and result.predicate_steps == 4  # asked on the last token of the budget too
+
+
+def test_a_request_that_cannot_be_honoured_is_refused_when_made():
+    """The engine generates a row's first token from its prefill: a budget under 1 (which it used to meet with one
+    token anyway), a minimum past the budget, or an empty prompt is refused where the request is made."""
+    import pytest
+
+    for budget in (0, -3):
+        with pytest.raises(ValueError, match=f"max_new_tokens {budget}: a request generates at least 1 token"):
+            Request((1, 2), budget)
+    with pytest.raises(ValueError, match="min_new_tokens 5"):
+        Request((1, 2), 4, min_new_tokens=5)
+    with pytest.raises(ValueError, match="at least one prompt token"):
+        Request((), 4)
+    assert Request((1,), 1).max_new_tokens == 1

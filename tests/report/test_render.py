@@ -134,3 +134,27 @@ def test_only_a_measured_value_is_bold_however_high_a_reported_row():
     bold = grid.bold["S1 1K"].to_dict()
     assert bold == {"GLA": False, "CCQ-GLA": True, "GLA [paper] (reported)": False}, bold
     assert grid.kind("GLA [paper] (reported)") == "reported"
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_made_inert(tmp_path):
+    """A label is whatever a user typed: one that starts as a formula (OWASP's = + - @, tab, carriage return) is
+    written with a leading ' so a spreadsheet shows it as text; numbers, negative ones included, stay numbers. Read
+    back as a spreadsheet reads CSV: no text cell starts as a formula."""
+    import csv
+    import io
+
+    store = Store(tmp_path / "ccq.db")
+    hostile = ["=HYPERLINK(\"http://x\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)", "\tpad"]
+    for label in hostile:
+        _unit(store, _run(store, label), label, "sniah_1", 1024, 40.0)
+    base = _run(store, "base")
+    _unit(store, base, "base", "sniah_1", 1024, 90.0)  # the other labels' delta rows against it are negative
+    for rendered in (render_table(store, "sniah")["csv"], render_table(store, "sniah", baseline="base")["csv"]):
+        cells = [cell for row in csv.reader(io.StringIO(rendered)) for cell in row]
+        for cell in cells:
+            if cell.startswith(("=", "+", "-", "@", "\t", "\r")):
+                float(cell)  # only a number may start so
+        assert "'=HYPERLINK(\"http://x\")" in cells and "'-2+3" in cells and "'@SUM(1+1)" in cells
+    negatives = [c for row in csv.reader(io.StringIO(render_table(store, "sniah", baseline="base")["csv"])) for c in row
+                 if c.startswith("-")]
+    assert negatives and all(float(c) < 0 for c in negatives)  # the deltas are numbers, written as numbers

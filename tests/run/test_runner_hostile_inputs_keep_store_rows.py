@@ -229,6 +229,13 @@ STORES = [  # (id, argv builder(tmp, good), message)
     ("a store with other columns", lambda t, g: (extra_column(t / "x.db"), run_args(g, t)[:-1] + [str(t / "x.db")])[1],
      "has other columns than a ccq-eval store's"),
     ("--store an in-memory URI", lambda t, g: run_args(g, t)[:-1] + ["file:x?mode=memory&cache=shared"], "not a file"),
+    ("file URI: run", lambda t, g: run_args(g, t)[:-1] + [f"file:{t}/u.db"], "a SQLite URI, not a path"),
+    ("file URI: tables", lambda t, g: ["tables", "--store", f"file:{t}/u.db", "--out", str(t / "out")],
+     "a SQLite URI, not a path"),
+    ("file URI: rescore", lambda t, g: ["rescore", "--store", f"file:{t}/u.db"], "a SQLite URI, not a path"),
+    ("file URI: runs", lambda t, g: ["runs", "--store", f"file:{t}/u.db?mode=rwc"], "a SQLite URI, not a path"),
+    ("file URI: view", lambda t, g: ["view", "--store", f"file:{t}/ccq.db", "--out", str(t / "r.html")],
+     "a SQLite URI, not a path"),
     ("tables --out under a file", lambda t, g: ((t / "f").write_text("x"), ["tables", "--store", str(t / "ccq.db"),
                                                                             "--out", str(t / "f" / "out")])[1],
      "is a file, not a folder"),
@@ -260,6 +267,8 @@ def test_store_input(good, tmp_path, capsys, name, build, message):
     check(tmp_path, capsys, argv, 2, message, store=tmp_path / "ccq.db")
     if name.startswith("ingest"):  # no target created, nothing merged
         assert not (tmp_path / "new.db").exists()
+    if name.startswith("file URI"):  # no store made at the URI's path, not even an empty file
+        assert not (tmp_path / "u.db").exists() and not (tmp_path / "u.db?mode=rwc").exists()
 
 
 # --- flags -----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ store (the same label or others, sharded or not), a second write of a key, a lab
 
 import multiprocessing
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -206,6 +207,22 @@ def test_slurm_array_numbering(variables, shard):
 
     environ = {f"SLURM_ARRAY_TASK_{k}": v for k, v in variables.items()}
     assert parse_shard("slurm", environ) == parse_shard("auto", environ) == shard
+
+
+@pytest.mark.parametrize("variables,said", [
+    ({"ID": "6", "MIN": "1", "COUNT": "3", "STEP": "4"}, "array task 6 is not one of 3 tasks from 1 by 4 (1, 5, 9)"),
+    ({"ID": "13", "MIN": "1", "COUNT": "3", "STEP": "4"}, "array task 13 is not one of 3 tasks"),
+    ({"ID": "1", "COUNT": "3", "STEP": "0"}, "step 0 and count 3 must be at least 1"),
+    ({"ID": "1", "COUNT": "3", "STEP": "-4"}, "step -4 and count 3 must be at least 1"),
+    ({"ID": "1", "COUNT": "0"}, "step 1 and count 0 must be at least 1"),
+])
+def test_slurm_ids_off_the_arrays_step_or_a_bad_step_are_refused(variables, said):
+    from ccq_eval.run.request import parse_shard
+    from ccq_eval.suites.base import SuiteError
+
+    environ = {f"SLURM_ARRAY_TASK_{k}": v for k, v in variables.items()}
+    with pytest.raises(SuiteError, match=re.escape(said)):
+        parse_shard("slurm", environ)
 
 
 def test_slurm_shard_outside_an_array_is_bad_input_and_auto_runs_everything(tokenizer_dir, tmp_path, monkeypatch):

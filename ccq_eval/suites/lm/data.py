@@ -9,7 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ccq_eval.data.cache import file_sha256
-from ccq_eval.data.jsonl import find_record_file, read_jsonl
+from ccq_eval.data import local
+from ccq_eval.data.jsonl import read_jsonl
 from ccq_eval.data.offline import offline
 from ccq_eval.errors import BadInput
 
@@ -79,8 +80,9 @@ def with_records(task: str, records) -> dict:
 
 
 def local_file(task: str, data_dir: str | None) -> Path | None:
-    """DATA_DIR/lm/<task>.jsonl (or .json, .jsonl.gz, .json.gz: data/jsonl.py), where it exists."""
-    return find_record_file(Path(data_dir) / "lm", task) if data_dir else None
+    """DATA_DIR/lm/<task>.jsonl (or .json, .jsonl.gz, .json.gz: data/jsonl.py), where it exists (data/local.py: a
+    broken link, or two files for the task, refused)."""
+    return local.users_file("lm", task, data_dir)
 
 
 def cached(task: str) -> bool:
