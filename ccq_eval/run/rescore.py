@@ -91,6 +91,9 @@ class Rescorer:
         found = []
         for cell, unit in cells.items():
             suite = self.suites.get(cell.suite)
+            if (unknown := self.unknown(cell, suite, chosen)) is not None:
+                done.left_out.append(f"{cell.label} {cell.task} at {cell.context_length}: {unknown}; left as it is")
+                continue
             if suite is None or cell.task not in chosen.get(cell.suite, ()):
                 continue
             if suite.not_rescorable:
@@ -104,6 +107,16 @@ class Rescorer:
         found.sort(key=lambda item: (order.index(item[0].suite), self.suites[item[0].suite].task_order(item[0].task),
                                      item[0].context_length, item[0].label))
         return found
+
+    def unknown(self, cell, suite, chosen: dict[str, tuple[str, ...]]) -> str | None:
+        """Why a cell the rescore was asked to cover is one this ccq-eval cannot score (a newer version wrote it), or
+        None; a cell outside what was asked for is not named."""
+        if suite is None:
+            return (f"suite {cell.suite!r} is not one this ccq-eval knows (written by a newer version?)"
+                    if len(chosen) == len(self.suites) else None)
+        if cell.task not in suite.all_tasks and chosen.get(cell.suite) == suite.all_tasks:
+            return f"task {cell.task!r} is not one of {suite.name}'s in this ccq-eval (written by a newer version?)"
+        return None
 
     def ingested(self, unit) -> bool:
         """A unit `ccq-eval ingest` read from lm-eval's results file (its run says so), not a run of ccq-eval's."""
@@ -149,6 +162,10 @@ class Rescorer:
                                  "that unit with `ccq-eval run --force` to score it")
             return
         samples = self.store.reads.samples(unit_row.id)
+        if self.store.reads.run_of_unit(unit_row.id) is None:  # another process replaced the cell since it was read
+            done.left_out.append(f"{where}: its unit was replaced while this rescore ran (another run wrote the "
+                                 "cell); rescore again to score the new one")
+            return
         try:
             outcome = score_again(suite, unit_row, samples, records)
         except (KeyError, TypeError, ValueError) as exc:  # stored samples that do not match their records

@@ -222,3 +222,39 @@ def test_a_rescored_unit_is_newer_than_its_source_whatever_the_clocks_say(copy, 
         assert table_frame(Store(copy, readonly=True), "sniah").loc["gla-tiny", "S1 1K"] == 0.0
     seqs = dict(db.execute("SELECT id, seq FROM units"))
     assert seqs[rescored["id"]] == max(seqs.values()) > seqs[source["id"]]
+
+
+def test_a_cell_a_newer_version_wrote_is_named_not_skipped_in_silence(copy, capsys):
+    """A task (or a suite) this ccq-eval does not know: named and left as it is when the rescore covers everything;
+    a rescore narrowed to another suite says nothing of it."""
+    db = sqlite3.connect(copy)
+    db.execute("UPDATE units SET task = 'sniah_4' WHERE task = 'sniah_2'")
+    db.execute("UPDATE metrics SET task = 'sniah_4' WHERE task = 'sniah_2'")
+    db.execute("UPDATE units SET suite = 'babel' WHERE task = 'niah_multivalue'")
+    db.commit()
+    main(["rescore", "--store", str(copy)])
+    err = capsys.readouterr().err
+    assert "sniah_4 at 1024: task 'sniah_4' is not one of sniah's in this ccq-eval (written by a newer version?)" in err
+    assert "niah_multivalue at 1024: suite 'babel' is not one this ccq-eval knows" in err
+    main(["rescore", "--suite", "multi_niah", "--store", str(copy)])
+    assert "sniah_4" not in capsys.readouterr().err
+
+
+def test_a_unit_replaced_while_the_rescore_runs_is_named_as_replaced(copy, monkeypatch, capsys):
+    """Another process replaces a cell (a --force rerun) after the rescore read the store: the reason says so, not
+    that the samples do not match their records."""
+    from ccq_eval.run import rescore as rescoring
+
+    original = rescoring.Rescorer.rescore_unit
+    replaced = []
+
+    def replace_first(self, cell, unit_row, done):
+        if not replaced:  # the first cell's run goes (as a --force rerun's drop does) just before it is scored
+            self.store.writes.delete_run(unit_row.run_id)
+            replaced.append(unit_row.id)
+        return original(self, cell, unit_row, done)
+
+    monkeypatch.setattr(rescoring.Rescorer, "rescore_unit", replace_first)
+    main(["rescore", "--suite", "sniah", "--store", str(copy)])
+    err = capsys.readouterr().err
+    assert "its unit was replaced while this rescore ran" in err and "do not match" not in err
