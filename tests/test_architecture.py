@@ -140,7 +140,8 @@ def test_the_layering_check_finds_an_arrow_back_up():
 def test_each_rule_of_the_read_model_is_written_once():
     """The latest unit of a cell, the latest run of a label and the backbone pairing: one place each."""
     texts = {str(p.relative_to(REPO)): p.read_text() for p in PACKAGE.rglob("*.py")}
-    rules = {r"\(u\.finished or \"\"\, u\.id\)|\.seq is not None|ORDER BY (?:u\.)?seq|sort_values\(\[\"finished\", \"unit_id\"\]\)\.groupby":
+    rules = {r"\((?:u|unit)\.finished or \"\"\, (?:u|unit)\.id\)|\.seq is not None|ORDER BY (?:u\.)?seq|"
+             r"sort_values\(\[\"finished\", \"unit_id\"\]\)\.groupby":
              "ccq_eval/report/results.py",
              r"latest run of a label wins": "ccq_eval/report/results.py",
              r"TRAINED_PREFIX\):\]": "ccq_eval/report/labels.py"}

@@ -114,7 +114,7 @@ def table_grid(source, table: str, ci: bool = False, reference: bool = False, ba
     built = entry.build(results, options, **own)
     if built is None or isinstance(built, Rendered):
         return built
-    return render(built, options, results.families())
+    return render(built, options, results.families(), results.partial_labels())
 
 
 def render_table(source, table: str, **options) -> dict[str, str] | None:

@@ -31,20 +31,22 @@ def _lm_eval_results(args) -> int:
 
     files = [f for path in args.paths for f in results_files(Path(path))]
     read = [(f, *read_results(f, args.label)) for f in files]  # every file checked before the store is touched
-    target = Store(args.store)
     refused_any = False
-    for path, run, units, left_out, refused in read:
-        units, held = held_elsewhere(target, run, units)
-        refused = [*refused, *held]
-        skipped_text = f"; left out {'; '.join(left_out)}" if left_out else ""
-        refused_text = f"; refused {'; '.join(refused)}" if refused else ""
-        refused_any |= bool(refused)
-        if not units:
-            print(f"{path}: nothing to add{skipped_text}{refused_text}")
-            continue
-        run_id, added, skipped = target.writes.add_finished_run(run, units)
-        print(f"{path}: " + (f"{added} units added as run {run_id} labelled {visible(repr(run['label']))}" if added else "nothing new")
-              + (f"; {skipped} already here" if skipped else "") + skipped_text + refused_text)
+    with Store(args.store) as target:
+        for path, run, units, left_out, refused in read:
+            units, held = held_elsewhere(target, run, units)
+            refused = [*refused, *held]
+            skipped_text = f"; left out {'; '.join(left_out)}" if left_out else ""
+            refused_text = f"; refused {'; '.join(refused)}" if refused else ""
+            refused_any |= bool(refused)
+            if not units:
+                print(f"{path}: nothing to add{skipped_text}{refused_text}")
+                continue
+            run_id, added, skipped = target.writes.add_finished_run(run, units)
+            ended = f" (the run ended {run['status']}: kept so)" if run.get("status", "complete") != "complete" else ""
+            print(f"{path}: " + (f"{added} units added as run {run_id} labelled {visible(repr(run['label']))}{ended}"
+                                 if added else "nothing new")
+                  + (f"; {skipped} already here" if skipped else "") + skipped_text + refused_text)
     if refused_any:
         print("ccq-eval: error: ingest refused results it cannot trust (named above); the rest was added", file=sys.stderr)
     return 1 if refused_any else 0
@@ -73,15 +75,34 @@ def held_elsewhere(target, run: dict, units: list[tuple]) -> tuple[list[tuple], 
     return kept, refused
 
 
+def check_labels(target_path: str, paths: list[str], sources: list) -> None:
+    """Every run the merge would put under a label agrees with that label's runs on model, seeds and (shards of one
+    job) command: refused in one line before the target is created or touched (store/merge_rules.py)."""
+    from ccq_eval.store import Store
+    from ccq_eval.store.merge_rules import conflict
+
+    here = []
+    if Path(target_path).exists():
+        with Store(target_path, readonly=True) as target:
+            here = target.reads.runs()
+    runs = [(target_path, run) for run in here]
+    runs += [(path, run) for path, source in zip(paths, sources) for run in source.reads.runs()]
+    if (found := conflict(runs, new_from=len(here))) is not None:
+        raise BadInput(f"ingest: {visible(found)}")
+
+
 def _stores(args) -> int:
     from ccq_eval.store import Store
 
     sources = [Store(path, readonly=True) for path in args.paths]  # every source validated before any write
     for source in sources:
         source.connection.check_integrity()  # a damaged page fails here, before the target is created or touched
-    target = Store(args.store)
-    with target.connection.transaction():  # one transaction: a source that fails mid-read merges nothing at all
-        reports = [(path, *target.merging.ingest(source, known_task)) for path, source in zip(args.paths, sources)]
+    check_labels(args.store, args.paths, sources)
+    with Store(args.store) as target, target.connection.transaction():  # one transaction: a source that fails
+        reports = [(path, *target.merging.ingest(source, known_task))  # mid-read merges nothing at all
+                   for path, source in zip(args.paths, sources)]
+    for source in sources:
+        source.close()
     refused_any = False
     for path, added_runs, added_units, already_complete, refused in reports:
         print(f"{path}: {added_runs} runs, {added_units} units added"

@@ -57,11 +57,17 @@ def handle(args) -> int:
         return _delete(args)
     if args.check:
         return _check(args)
+    from ccq_eval.store.merge_rules import missing_shards, shard
+
     runs = Store(args.store, readonly=True).reads.runs()
-    rows = [(run.id, visible(run.label)[:40], run.started, run.status, f"{run.complete_units}/{run.units}")
+    partial = missing_shards(runs)
+    rows = [(run.id, visible(run.label)[:40], run.started, "partial" if run.id in partial else run.status,
+             f"{found[0]}/{found[1]}" if (found := shard(run)) else "-", f"{run.complete_units}/{run.units}")
             for run in runs]  # a stored label's controls never reach the terminal raw
-    header = ("id", "label", "started", "status", "units")
+    header = ("id", "label", "started", "status", "shard", "units")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:  # columns as wide as their widest value, two spaces apart
         print("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip())
+    for label, why in {visible(run.label): partial[run.id] for run in runs if run.id in partial}.items():
+        print(f"partial: label {label!r}: {why} (ingest the missing shard's store to complete it)")
     return 0

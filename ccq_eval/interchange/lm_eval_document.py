@@ -267,6 +267,13 @@ def length_units(suite: str, task: str, results: Results, metric: str, higher_is
     return units
 
 
+def _ended(config: dict) -> str:
+    """How the run ended: a ccq-eval export says (an interrupted, failed or running run stays so); lm-eval's own
+    results files are written when a run completes."""
+    status = config.get("ccq_eval_status")
+    return status if status in ("interrupted", "failed", "running") else "complete"
+
+
 def read_document(path: Path, label: str | None = None) -> Results:
     """The file checked, and the run record it gives (``label``: default the checkpoint folder's name)."""
     data = load_json(path)
@@ -278,6 +285,8 @@ def read_document(path: Path, label: str | None = None) -> Results:
     versions = {"lm_eval": data.get("lm_eval_version"), "transformers": data.get("transformers_version"),
                 "task_versions": data.get("versions", {}), "source": SOURCE, "lm_eval_model": config.get("model"),
                 "model_args": config.get("model_args"), "results_file": path.name}
+    if isinstance(config.get("ccq_eval_shard"), dict):  # one shard of a ccq-eval job, exported
+        versions["shard"] = config["ccq_eval_shard"]
     batch = str(config.get("batch_size", ""))
     run = {"label": label or Path(spec.rstrip("/")).name, "model_spec": spec, "weights_sha256": weights,
            "model_config": model_config, "ccq_overrides": {},
@@ -285,5 +294,5 @@ def read_document(path: Path, label: str | None = None) -> Results:
            "device": str(config.get("device") or "unknown"), "batch_size": int(batch) if batch.isdigit() else 0,
            "seeds": {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")},
            "command_line": f"lm-eval ({path.name})", "versions": versions, "git_sha": data.get("git_hash"),
-           "started": _started(path, data)}
+           "started": _started(path, data), "status": _ended(config)}
     return Results(path, data, run, _recorded_max_length(path, data))

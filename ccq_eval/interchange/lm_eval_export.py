@@ -65,7 +65,10 @@ def _document(run, sections: _Sections, max_length: int) -> dict:
         "config": {"model": "ccq-eval", "model_args": {"pretrained": run.model_spec, "label": run.label},
                    "model_dtype": run.dtype, "batch_size": run.batch_size, "device": run.device,
                    "random_seed": seeds.get("seed", seeds.get("random_seed")), "ccq_eval_run": run.id,
-                   "weights_sha256": run.weights_sha256, "ccq_overrides": run.ccq_overrides or {}},
+                   "weights_sha256": run.weights_sha256, "ccq_overrides": run.ccq_overrides or {},
+                   # a run that did not end whole (interrupted, failed, still running) or is one shard of a job says
+                   # so, and its ingest keeps it so
+                   "ccq_eval_status": run.status, "ccq_eval_shard": versions.get("shard")},
         "git_hash": run.git_sha, "date": datetime.fromisoformat(run.started).timestamp(),
         "lm_eval_version": versions.get("lm_eval"), "transformers_version": versions.get("transformers"),
         "model_name": run.model_spec, "model_name_sanitized": _sanitized(run.model_spec), "task_hashes": {},

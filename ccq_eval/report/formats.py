@@ -73,6 +73,20 @@ def grid(values: pd.DataFrame, cells: pd.DataFrame, caption: str | None = None, 
     return Grid(cells, bold.astype(bool), caption, dict(kinds or {}))
 
 
+PARTIAL = " (partial)"
+
+
+def mark_partial(table: Grid, partial: dict[str, str]) -> Grid:
+    """The grid with each partial row's label marked and the caption saying why (a shard of its job is missing)."""
+    if not partial:
+        return table
+    rename = {label: f"{label}{PARTIAL}" for label in partial}
+    why = "; ".join(f"{label}: {reason}" for label, reason in partial.items())
+    caption = f"{table.caption} " if table.caption else ""
+    return Grid(table.cells.rename(index=rename), table.bold.rename(index=rename), f"{caption}Partial rows ({why}).",
+                {rename.get(label, label): kind for label, kind in table.kinds.items()})
+
+
 @dataclass(frozen=True)
 class Rendered:
     """One table, rendered: its grid (LaTeX, Markdown, the viewer's HTML) and its CSV (the numbers)."""
@@ -129,11 +143,13 @@ def csv_text(frame: pd.DataFrame, float_format: str, index: bool = True) -> str:
 
 
 def to_csv(values: pd.DataFrame, low: pd.DataFrame | None, high: pd.DataFrame | None,
-           families: dict | None = None) -> str:
+           families: dict | None = None, partial: dict | None = None) -> str:
     frame = with_family(values, families)
     if low is not None:
         for column in values.columns:
             frame[f"{column} ci_low"], frame[f"{column} ci_high"] = low[column], high[column]
+    if partial:  # why a row is partial (a shard of its job missing); empty for whole rows
+        frame["partial"] = [partial.get(label, "") for label in frame.index]
     frame.index.name = "label"
     return csv_text(frame, "%.4g")
 

@@ -1,10 +1,10 @@
 """The store read once, into the one model every table, figure and report page is a function of.
 
 Two rules, written here only:
-- the latest complete unit of each cell (label, suite, task, context length) is the cell's result: the one written
-  into the store last (its ``seq``; a rescore is always written after its source, whatever the clocks say; a store
-  read as an older version wrote it, without ``seq``, falls back to the finish time, then the id); a reused unit
-  (another label's run computed it) counts as its label's own; a failed unit never counts (its cell shows as missing);
+- the latest complete unit of each cell (label, suite, task, context length) is the cell's result: the one that
+  finished last (its own finish time, which a merge keeps, so the order stores are merged in never decides; a
+  rescore is stamped after its source, whatever the clocks say; equal times go by id); a reused unit (another
+  label's run computed it) counts as its label's own; a failed unit never counts (its cell shows as missing);
 - the latest run of each label (started last) says what the label's model is: its config, family, dtype and
   training length.
 Metric values that are not finite numbers (which no run stores and ingest refuses; a hand-edited or foreign store
@@ -24,8 +24,8 @@ TRAINING_LENGTH_KEYS = ("training_context_length", "train_context_length")
 
 
 def newest_last(unit) -> tuple:
-    """Sort key: the order units were written into the store (``seq``), else finish time and id."""
-    return (unit.seq is not None, unit.seq or 0, unit.finished or "", unit.id)
+    """Sort key: finish time, then id (never the order units reached this store: a merge's order would decide)."""
+    return (unit.finished or "", unit.id)
 
 
 def numeric(column: pd.Series) -> pd.Series:
@@ -164,6 +164,17 @@ class Results:
 
     def labels(self) -> list[str]:
         return sorted(self.runs)
+
+    @cached_property
+    def partial_runs(self) -> dict[str, str]:
+        """run id -> why it is partial: a shard of a job whose other shards are not all in this store."""
+        from ccq_eval.store.merge_rules import missing_shards
+
+        return missing_shards(self.run_rows)
+
+    def partial_labels(self) -> dict[str, str]:
+        """label -> why its row is partial (one of its runs is a shard of a job missing others)."""
+        return {run.label: self.partial_runs[run.id] for run in self.run_rows if run.id in self.partial_runs}
 
     def families(self) -> dict[str, str]:
         """label -> its model family (the tables' family column)."""

@@ -8,7 +8,7 @@ from typing import Callable
 
 import pandas as pd
 
-from ccq_eval.report.formats import DELTA_ROW, REPORTED_ROW, Rendered, grid, number_cells, to_csv
+from ccq_eval.report.formats import DELTA_ROW, REPORTED_ROW, Rendered, grid, mark_partial, number_cells, to_csv
 from ccq_eval.report.paired_tests import p_text
 from ccq_eval.report.reference import REPORTED, with_deltas, with_rows
 
@@ -35,10 +35,11 @@ class Table:
     compare: str = "difference"  # what --baseline adds: "difference" rows, or "ratio" rows (costs)
 
 
-def render(table: Table, options: TableOptions, families: dict[str, str] | None = None) -> Rendered | None:
+def render(table: Table, options: TableOptions, families: dict[str, str] | None = None,
+           partial: dict[str, str] | None = None) -> Rendered | None:
     """The table's grid and CSV (``.formats()``: every format), or None when there is nothing to show. Reference rows render
     even when the store has no measured rows for the table. ``families`` (label -> model family) adds a
-    family column to every format."""
+    family column to every format; ``partial`` (label -> why) marks the rows of a job missing a shard."""
     measured = table.values
     values = with_rows(measured, table.reference) if options.reference else measured
     if values.empty:
@@ -80,5 +81,6 @@ def render(table: Table, options: TableOptions, families: dict[str, str] | None 
         if csv_low.isna().all().all():
             csv_low = csv_high = None  # no interval could be formed (e.g. one sequence per corpus)
     direction = {c: table.higher_is_better(c) for c in values.columns}
-    return Rendered(grid(ranked, cells, table.caption, direction, families, kinds),
-                    to_csv(values, csv_low, csv_high, families))
+    partial = {label: why for label, why in (partial or {}).items() if label in values.index}
+    return Rendered(mark_partial(grid(ranked, cells, table.caption, direction, families, kinds), partial),
+                    to_csv(values, csv_low, csv_high, families, partial))

@@ -149,6 +149,7 @@ class Rescorer:
         from ccq_eval.data.cache import cache_root, stable_hash
         from ccq_eval.run.runner import untrusted_number
         from ccq_eval.store import now
+        from ccq_eval.store.writes import after
 
         suite = self.suites[cell.suite]
         where = f"{cell.label} {cell.task} at {cell.context_length}"
@@ -179,6 +180,7 @@ class Rescorer:
         settings = {**(unit_row.settings or {}), **outcome.settings, "rescored_from": unit_row.id}
         record = {"run_id": run_id, "suite": cell.suite, "task": cell.task, "context_length": cell.context_length,
                   "unit_key": stable_hash({"rescore_of": unit_row.unit_key, "run": run_id}), "started": now(),
+                  "finished": after(unit_row.finished),  # newer than its source, whatever the clocks say
                   "status": "complete", "reason": None, "dataset_fingerprint": unit_row.dataset_fingerprint,
                   "settings": settings}
         metrics = [metric_row(source.label, source.model_spec, m.name, m.value, stderr=m.stderr, n=m.n,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import signal
 import subprocess
 from contextlib import contextmanager
@@ -161,7 +162,7 @@ class Runner:
             self.plans = [SuitePlan(r, get_suite(r.suite))]
         for plan in self.plans:
             plan.driver.check_inputs()  # data present and well-formed, before the model is loaded
-        shard = parse_shard(r.shard)  # a Slurm shard outside an array is bad input before the model loads
+        self.shard = shard = parse_shard(r.shard)  # a Slurm shard outside an array: bad input before the model loads
         threads, self.threads_chosen_by = machine.choose_threads(r.threads)
         import torch  # here, not at the top: planning and --help load no heavy library
 
@@ -343,6 +344,9 @@ class Runner:
         versions = {**record.pop("versions"), "machine": record}
         if self.compilations:  # what compiling fla's kernels took, before the first unit
             versions["compilation"] = [compilation.record() for compilation in self.compilations]
+        if self.shard is not None:  # which slice of a job this run is: a merge knows when every slice is there
+            job = os.environ.get("SLURM_ARRAY_JOB_ID") if r.shard in ("slurm", "auto") else None
+            versions["shard"] = {"index": self.shard[0], "count": self.shard[1], "job": job}
         if prov.get("hub"):  # the checkpoint's own version: the hub commit it was resolved to
             versions["checkpoint"] = f"{prov['hub']['repo']}@{prov['hub']['commit']}"
         return {
@@ -419,4 +423,9 @@ def engine_provenance() -> dict:
 
 
 def run_suite(request: RunRequest, evaluand_loader=load_evaluand, out=print) -> int:
-    return Runner(request, evaluand_loader, out).prepare().run()
+    runner = Runner(request, evaluand_loader, out).prepare()
+    try:
+        return runner.run()
+    finally:
+        if runner.store is not None:  # closed here, its write-ahead log folded in: the file is the whole store
+            runner.store.close()

@@ -28,9 +28,13 @@ class Ingest(Part):
                 if (why := untrusted_run(run)) is not None:
                     refused.append(f"run {run['id']} {why}")
                     continue
-                if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone() is None:
+                here = self.db.execute("SELECT status FROM runs WHERE id = ?", (run["id"],)).fetchone()
+                if here is None:
                     self.writes.insert("runs", run)
                     added_runs += 1
+                elif here[0] == "running" and run["status"] != "running":  # merged while it ran: now it has ended
+                    self.db.execute("UPDATE runs SET status = ?, finished = ? WHERE id = ?",
+                                    (run["status"], run["finished"], run["id"]))
                 for unit in map(dict, other.connection.query("SELECT * FROM units WHERE run_id = ? ORDER BY rowid", (run["id"],))):
                     unknown = known_task is not None and not known_task(unit["suite"], unit["task"])
                     outcome = (f"is of task {unit['task']!r}, which suite {unit['suite']!r} of this ccq-eval does not "

@@ -28,3 +28,9 @@ class Store:
 
     def close(self) -> None:
         self.connection.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:  # closed: the write-ahead log folded in, the file is the whole store
+        self.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from ccq_eval.store.connection import Part
@@ -16,6 +16,18 @@ from ccq_eval.store.schema import NEXT_SEQ
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def after(stamp: str | None) -> str:
+    """Now, or just after ``stamp`` if that is not earlier (a clock behind the one that wrote it): a rescore's unit
+    is newer than its source whatever the clocks say."""
+    current = now()
+    if not stamp or current > stamp:
+        return current
+    try:
+        return (datetime.fromisoformat(stamp) + timedelta(milliseconds=1)).isoformat(timespec="milliseconds")
+    except ValueError:
+        return current
 
 
 def new_id() -> str:
@@ -173,7 +185,7 @@ class Writes(Part):
         (run id, units added, units skipped because its label holds a result for their key already). A key another
         label holds is added as a reuse of that result."""
         run = {**run, "id": run.get("id") or new_id(), "started": run.get("started") or now()}
-        run = {**run, "finished": run.get("finished") or run["started"], "status": "complete"}
+        run = {**run, "finished": run.get("finished") or run["started"], "status": run.get("status") or "complete"}
         added = skipped = 0
         with self.transaction():
             self.insert("runs", _run_row(run))

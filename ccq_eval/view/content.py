@@ -29,7 +29,8 @@ def plain(value):
     return value
 
 
-def run_entry(run) -> dict:
+def run_entry(run, partial: dict[str, str]) -> dict:
+    """A run as the runs page shows it; a shard of a job missing others shows as partial, with why."""
     versions = run.versions if isinstance(run.versions, dict) else {}
     machine = versions.get("machine") if isinstance(versions.get("machine"), dict) else {}
     threads = machine.get("threads") if isinstance(machine.get("threads"), dict) else {}
@@ -37,7 +38,8 @@ def run_entry(run) -> dict:
             "commit": versions.get("checkpoint"), "dtype": run.dtype, "device": run.device,
             "threads": threads.get("torch"), "git": run.git_sha,
             "versions": {k: v for k, v in versions.items() if isinstance(v, str)},
-            "command": run.command_line, "started": run.started, "finished": run.finished, "status": run.status,
+            "command": run.command_line, "started": run.started, "finished": run.finished,
+            "status": f"partial: {partial[run.id]}" if run.id in partial else run.status,
             "units": run.units, "complete": run.complete_units}
 
 
@@ -89,7 +91,7 @@ def report_content(results, baseline: str | None = None, compare: list[tuple[str
     units = [unit_entry(latest, results, prompts, whole_prompts) for latest in latest_units(results)]
     names = sorted(set(labels.values()))
     pairs = compared_pairs(names, compare)
-    return plain({"schema": results.store.connection.version, "runs": [run_entry(r) for r in runs],
+    return plain({"schema": results.store.connection.version, "runs": [run_entry(r, results.partial_runs) for r in runs],
                   "failed": failed_units(results, labels),
                   "tables": table_entries(results, baseline), "units": units, "views": suite_views(),
                   "compare": compare_entries(results, units, pairs),

@@ -19,7 +19,7 @@ def test_runs_lists_each_run_with_its_unit_counts(tokenizer_dir, tmp_path, capsy
     assert main(["runs", "--store", str(store)]) == 0
     lines = capsys.readouterr().out.splitlines()
     ids = [r.id for r in Store(store, readonly=True).reads.runs()]
-    assert lines[0].split() == ["id", "label", "started", "status", "units"]
+    assert lines[0].split() == ["id", "label", "started", "status", "shard", "units"]
     assert [line.split()[0] for line in lines[1:]] == ids
     assert [line.split()[1] for line in lines[1:]] == ["first", "second"]
     assert [line.split()[-1] for line in lines[1:]] == ["1/1", "2/2"]
@@ -41,7 +41,7 @@ def test_the_columns_are_apart_whatever_the_timestamp(tokenizer_dir, tmp_path, c
     capsys.readouterr()
     assert main(["runs", "--store", str(store)]) == 0
     row = capsys.readouterr().out.splitlines()[1].split()
-    assert row[2:] == ["2026-12-07T16:21:15.123456789+05:30", "complete", "1/1"]
+    assert row[2:] == ["2026-12-07T16:21:15.123456789+05:30", "complete", "-", "1/1"]
 
 
 def test_a_store_edited_by_hand_is_read_without_its_orphans_and_checked(tokenizer_dir, tmp_path, capsys):

@@ -203,25 +203,28 @@ def test_rescore_never_makes_a_store_of_an_empty_file(tmp_path, capsys):
     assert "an empty file, not a store" in capsys.readouterr().err and empty.read_bytes() == b""
 
 
-def test_a_rescored_unit_is_newer_than_its_source_whatever_the_clocks_say(copy, monkeypatch, capsys):
-    """The newest unit of a cell is the one written last (the store's sequence), not the one whose clock reads
-    later: a rescore inside its source's second, or on a machine whose clock is behind, still shows."""
+@pytest.mark.parametrize("clock", ["source ahead", "same millisecond"])
+def test_a_rescored_unit_is_newer_than_its_source_whatever_the_clocks_say(copy, monkeypatch, capsys, clock):
+    """The newest unit of a cell is the one that finished last, and a rescore is stamped after its source: a rescore
+    on a machine whose clock is behind the source's, or inside the source's millisecond, still shows."""
     from ccq_eval.catalogue import table_frame
+    from ccq_eval.store import writes
     from ccq_eval.suites.sniah import driver
 
+    db = sqlite3.connect(copy)
+    source = unit_rows(copy)[0]
+    if clock == "source ahead":
+        with db:
+            db.execute("UPDATE units SET finished = '2999-01-01T00:00:00.000+00:00' WHERE id = ?", (source["id"],))
+    stamp = db.execute("SELECT finished FROM units WHERE id = ?", (source["id"],)).fetchone()[0]
+    monkeypatch.setattr(writes, "now", lambda: stamp if clock == "same millisecond" else "2026-01-01T00:00:00.000+00:00")
     monkeypatch.setattr(driver, "ruler_string_match", lambda prediction, references: 0.0)
     assert main(["rescore", "--suite", "sniah", "--tasks", "sniah_1", "--store", str(copy)]) == 0
     capsys.readouterr()
-    rows = unit_rows(copy)
-    source, rescored = rows[0], rows[-1]
-    db = sqlite3.connect(copy)
-    for finished in ("2999-01-01T00:00:00.000+00:00", db.execute("SELECT finished FROM units WHERE id = ?",
-                                                                 (rescored["id"],)).fetchone()[0]):
-        with db:  # the source's clock ahead of the rescore's, then the same millisecond
-            db.execute("UPDATE units SET finished = ? WHERE id = ?", (finished, source["id"]))
-        assert table_frame(Store(copy, readonly=True), "sniah").loc["gla-tiny", "S1 1K"] == 0.0
-    seqs = dict(db.execute("SELECT id, seq FROM units"))
-    assert seqs[rescored["id"]] == max(seqs.values()) > seqs[source["id"]]
+    rescored = db.execute("SELECT finished FROM units WHERE settings LIKE ?", (f'%"rescored_from": "{source["id"]}"%',)
+                          ).fetchone()[0]
+    assert rescored > stamp
+    assert table_frame(Store(copy, readonly=True), "sniah").loc["gla-tiny", "S1 1K"] == 0.0
 
 
 def test_a_cell_a_newer_version_wrote_is_named_not_skipped_in_silence(copy, capsys):

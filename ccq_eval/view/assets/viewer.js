@@ -68,7 +68,7 @@ function runsPage(section) {
   const rows = DATA.runs.map(run => el("tr", {"data-run": run.id},
     el("td", {}, run.label), el("td", {}, run.model), el("td", {class: "hash"}, run.weights),
     el("td", {}, run.commit || "–"), el("td", {}, run.dtype), el("td", {}, run.device), el("td", {}, fmt(run.threads)),
-    el("td", {}, run.started), el("td", {}, run.finished || "–"), el("td", {class: "status-" + run.status}, run.status),
+    el("td", {}, run.started), el("td", {}, run.finished || "–"), el("td", {class: "status-" + run.status.split(":")[0]}, run.status),
     el("td", {}, run.complete + " / " + run.units),
     el("td", {}, el("details", {}, el("summary", {}, "versions, command"),
       el("dl", {}, Object.entries(run.versions).map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]),
