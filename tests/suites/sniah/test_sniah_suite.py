@@ -161,19 +161,24 @@ def test_corrupt_store_is_refused(tmp_path, tiny_ccq_dir, capsys):
     assert main(["tables", "--store", str(store)]) == 2
 
 
-def test_unwritable_store_is_refused_and_left_as_it_was(tmp_path, tokenizer_dir, capsys):
+def test_unwritable_store_is_refused_and_left_as_it_was(tmp_path, tokenizer_dir, capsys, monkeypatch):
     store = tmp_path / "ccq.db"
     request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="1k", samples=2, store=str(store))
     assert run_suite(request, oracle_loader(tokenizer_dir), out=lambda *_: None) == 0
     before = scores(store)
-    readonly = f"file:{store}?mode=ro"
     assert main(["--model", "x", "--suite", "sniah"]) == 2  # (a missing model is caught before the store)
     capsys.readouterr()
-    request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="2k", samples=2, store=readonly)
     from ccq_eval.store import StoreError
+    from ccq_eval.store.connection import Connection
 
+    # the file opened as a read-only filesystem (or a root-owned copy) gives it: every write refused by SQLite
+    real_open = Connection._open
+    monkeypatch.setattr(Connection, "_open", lambda self, target, uri: real_open(
+        self, Path(self.path).resolve().as_uri() + "?mode=ro", True))
+    request = RunRequest(model="oracle", suite="sniah", tasks="1", lengths="2k", samples=2, store=str(store))
     with pytest.raises(StoreError, match="cannot write"):
         run_suite(request, oracle_loader(tokenizer_dir), out=lambda *_: None)
+    monkeypatch.undo()
     assert scores(store) == before
 
 
