@@ -233,8 +233,8 @@ def test_a_new_suites_own_error_is_one_line_and_exit_2(monkeypatch, capsys, tmp_
 def test_an_unknown_suite_is_refused_not_mapped_to_another():
     from ccq_eval.suites import SuiteError, get_suite
 
-    with pytest.raises(SuiteError, match="unknown suite; available: lm, sniah, multi_niah, ruler, recall, longppl, longbench, "
-                                         "efficiency, all"):
+    with pytest.raises(SuiteError, match="unknown suite; available: lm, sniah, multi_niah, ruler, recall, babilong, longppl, "
+                                         "longbench, efficiency, all"):
         get_suite("niah")
 
 

@@ -127,7 +127,7 @@ def test_a_new_suite_is_one_folder_and_one_registry_line(tmp_path):
     shown = cli("run", "--help")
     text = " ".join(shown.stdout.split())  # argparse wraps at the terminal's width
     assert shown.returncode == 0 and "--toy-scale TOY-SCALE toy: multiplies the score" in text
-    assert "suite to run: lm, sniah, multi_niah, ruler, recall, longppl, longbench, toy, efficiency, or all" in text
+    assert "suite to run: lm, sniah, multi_niah, ruler, recall, babilong, longppl, longbench, toy, efficiency, or all" in text
     assert "toy: the text's first L tokens (default 32,64)" in text  # its lengths' meaning, from its entry
     for command, listed in (("tables", "toy-nll"), ("curves", "toy-curve")):  # its table and figure, named
         shown = cli(command, "--help")

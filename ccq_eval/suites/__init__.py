@@ -15,6 +15,7 @@ REGISTERED = (
     "multi_niah",
     "ruler",
     "recall",
+    "babilong",
     "longppl",
     "longbench",
     "efficiency",

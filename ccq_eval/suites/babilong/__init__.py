@@ -1,6 +1,57 @@
 """BABILong (Kuratov et al., 2024): bAbI's reasoning tasks with their statements hidden among sentences of a haystack,
 generated at the model's own lengths as the reference (booydar/babilong) generates them, and scored as it scores
 them. babi.py (bAbI's task files, as the reference reads them), prompts.py (its prompt and variants), scoring.py (its
-``compare_answers``), noise.py (a sample at a given length in the model's tokens). Each is checked against the
-reference's own code (tests/suites/babilong/). The suite itself (driver, tables, the published splits) is not
-registered yet: `--suite babilong` does not exist."""
+``compare_answers``), noise.py (a sample at a given length in the model's tokens), data.py (a unit's stories, haystack
+and frozen records), driver.py, tables.py. Importing this module imports none of the heavy ones."""
+
+from __future__ import annotations
+
+from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
+from ccq_eval.suites.sniah import HAYSTACK_OPTION
+
+TASKS = tuple(f"babilong_qa{n}" for n in range(1, 6))
+PROMPT_OPTION = SuiteOption("babilong-prompt", "which parts of BABILong's prompt to give: full (default), "
+                                               "no-instruction, no-examples, no-post-prompt or bare (the context and "
+                                               "question alone), the reference's variants",
+                            default="full", choices=("full", "no-instruction", "no-examples", "no-post-prompt", "bare"))
+
+
+class BabilongSuite(Suite):
+    def driver(self, inputs):
+        from ccq_eval.suites.babilong.driver import BabilongDriver
+
+        return BabilongDriver(inputs)
+
+    def paired_cells(self, results):
+        from ccq_eval.suites.sniah.paired import paired_cells
+
+        return paired_cells(self, results)
+
+
+def _fact_context(record, width):
+    """The first supporting statement where it sits in the prompt's context."""
+    from ccq_eval.suites.prompt_context import span_context
+
+    prompt, references = record.get("prompt"), record.get("references")
+    if not isinstance(prompt, str) or not isinstance(references, list) or not references:
+        return None
+    at = prompt.find(str(references[0]), prompt.find("<context>"))
+    return span_context(prompt, (at, at + len(str(references[0]))), width, "supporting fact") if at >= 0 else None
+
+
+SUITE = BabilongSuite(
+    name="babilong",
+    tasks=TASKS,
+    default_lengths=(1024, 2048, 4096, 8192),
+    default_samples=100,
+    display={task: task.removeprefix("babilong_").upper() for task in TASKS},
+    options=(HAYSTACK_OPTION, PROMPT_OPTION),
+    in_all=False,  # not one of the paper's tables: run by name
+    length_means="prompt (template, context, question) + 20 generated tokens <= L",
+    samples_mean="bAbI questions per task and length (every one the stories hold, when fewer)",
+    seed_metrics=(SeedMetric("score", "acc", True),),
+    sample_view=SampleView(target="target", fields=(("question", ("question",)), ("statements", ("facts",)),
+                                                   ("prompt tokens", ("prompt_tokens",))),
+                           context=_fact_context, prompt_field="prompt"),
+    records_folder="babilong",
+)

@@ -87,10 +87,11 @@ def prompt_overhead(task: str, question: str, tokenizer, **variant) -> int:
     return len(tokenizer(formatted_input(task, "", question, **variant))["input_ids"])
 
 
-def sample_at_length(task: str, story: Story, documents: list[str], tokenizer, length: int, seed: int,
+def sample_at_length(task: str, story: Story, documents: list[str], tokenizer, length: int, seed,
                      **variant) -> dict:
     """One sample whose whole prompt and 20 generated tokens fit ``length`` tokens: the context sized to what the
-    template leaves, built again a little smaller when decoding and encoding again grows it (the same draws each try)."""
+    template leaves, built again a little smaller when decoding and encoding again grows it (the same draws each try).
+    ``seed``: what numpy's default_rng takes (an int, or a sequence of them)."""
     size = length - OUTPUT_TOKENS - prompt_overhead(task, story.question, tokenizer, **variant)
     facts = sum(len(tokenizer.encode(" " + fact, add_special_tokens=False)) for fact in story.facts)
     if size < facts:

@@ -1,0 +1,110 @@
+"""A BABILong unit's records: its task's bAbI stories (DATA_DIR/babilong/<bAbI's file name>, else the first stories of
+bAbI's test sets shipped with ccq-eval), the haystack its background sentences come from (``--haystack``; else PG19
+where `ccq-eval data fetch longppl` has fetched it or DATA_DIR/longppl holds it; else the shipped essays), and the
+samples built at the unit's length (noise.py), frozen in the cache once per data key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ccq_eval.data import SHIPPED_RECORDS
+from ccq_eval.data.cache import cache_root, stable_hash
+from ccq_eval.suites.babilong.babi import BabiError, Story, read_babi
+from ccq_eval.suites.babilong.noise import sample_at_length
+
+TASK_FILES = {"qa1": "qa1_single-supporting-fact_test.txt", "qa2": "qa2_two-supporting-facts_test.txt",
+              "qa3": "qa3_three-supporting-facts_test.txt", "qa4": "qa4_two-arg-relations_test.txt",
+              "qa5": "qa5_three-arg-relations_test.txt"}
+PROMPT_VARIANTS = {"full": {}, "no-instruction": {"instruction": False}, "no-examples": {"examples": False},
+                   "no-post-prompt": {"post_prompt": False},
+                   "bare": {"instruction": False, "examples": False, "post_prompt": False}}
+RECORDS_FOLDER = "babilong"
+DATA_VERSION = 1  # what a frozen record holds; another form is other data
+
+
+@dataclass(frozen=True)
+class Stories:
+    task: str
+    source: str  # where they were read: "shipped" or the file's path
+    fingerprint: str
+    stories: tuple[Story, ...]
+
+
+@dataclass(frozen=True)
+class Background:
+    name: str
+    fingerprint: str
+    documents: tuple[str, ...]
+
+
+def stories(task: str, data_dir: str | None) -> Stories:
+    """The task's bAbI stories: the user's file where DATA_DIR/babilong holds one, else the shipped subset."""
+    name = TASK_FILES[task.removeprefix("babilong_")]
+    mine = Path(data_dir) / "babilong" / name if data_dir else None
+    path, source = (mine, str(mine)) if mine is not None and mine.exists() else (
+        Path(SHIPPED_RECORDS) / "babilong" / name, "shipped")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BabiError(f"bAbI file {str(path)!r}: cannot be read ({exc}); pass a UTF-8 text file in bAbI's format")
+    read = read_babi(text, f"bAbI file {str(path)!r}")
+    return Stories(task, source, stable_hash([[list(s.facts), s.question, s.answer] for s in read]), tuple(read))
+
+
+def background(haystack: str | None, data_dir: str | None) -> Background:
+    """--haystack's text; else PG19's test books where they are at hand; else the shipped essays."""
+    from ccq_eval.suites.sniah.haystack import load_haystack, resolve_haystack_path
+
+    path = resolve_haystack_path(haystack, data_dir)
+    if path is None:
+        from ccq_eval.suites.longppl import corpora
+
+        pg19 = corpora.local_path("pg19", data_dir)
+        if pg19 is not None:
+            from ccq_eval.data.cache import file_sha256
+
+            texts, _ = corpora.read_documents(pg19)
+            return Background("pg19", file_sha256(pg19), tuple(texts))
+    loaded = load_haystack(path)
+    return Background(loaded.name, loaded.fingerprint, (loaded.text,))
+
+
+def dataset_key(task: str, read: Stories, ground: Background, tokenizer_fp: str, length: int, samples: int | None,
+                seed: int, prompt: str) -> dict:
+    return {"generator": "babilong", "version": DATA_VERSION, "task": task, "stories": read.fingerprint,
+            "haystack": ground.fingerprint, "tokenizer": tokenizer_fp, "length": length, "samples": samples,
+            "seed": seed, "prompt": prompt}
+
+
+def records_path(key: dict) -> Path:
+    return cache_root() / RECORDS_FOLDER / f"{stable_hash(key)}.jsonl"
+
+
+def chosen(read: Stories, samples: int | None, seed: int) -> list[int]:
+    """Which stories a unit asks about: a seeded draw without replacement (every one when ``samples`` is None or
+    larger), as the reference draws its 100 samples at random."""
+    import numpy as np
+
+    order = np.random.default_rng([seed, 0xBAB1]).permutation(len(read.stories)).tolist()
+    return order if samples is None else order[:samples]
+
+
+def build(task: str, read: Stories, ground: Background, tokenizer, length: int, samples: int | None, seed: int,
+          prompt: str) -> list[dict]:
+    """One record a chosen story: its prompt at ``length`` (noise.py), question, target and where its facts sit."""
+    return [{"index": index, "story": story, **sample_at_length(task, read.stories[story], list(ground.documents),
+                                                               tokenizer, length, [seed, story],
+                                                               **PROMPT_VARIANTS[prompt])}
+            for index, story in enumerate(chosen(read, samples, seed))]
+
+
+def smallest_length(task: str, read: Stories, tokenizer, samples: int | None, seed: int, prompt: str) -> int:
+    """The shortest length every chosen story's prompt and answer fit (its statements with no background at all)."""
+    from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS, prompt_overhead
+
+    def needs(story: Story) -> int:
+        facts = sum(len(tokenizer.encode(" " + fact, add_special_tokens=False)) for fact in story.facts)
+        return prompt_overhead(task, story.question, tokenizer, **PROMPT_VARIANTS[prompt]) + facts + OUTPUT_TOKENS
+
+    return max(needs(read.stories[i]) for i in chosen(read, samples, seed))

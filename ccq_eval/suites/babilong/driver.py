@@ -1,0 +1,95 @@
+"""The BABILong suite's driver, in three stages: data (each unit's samples built at its length in the model's tokens
+from the task's bAbI stories and the haystack, frozen in the cache), generate (the prompts through the model's engine,
+greedy, the reference's 20 tokens, a row stopped once its first sentence is complete: the score reads nothing after
+it), score (the reference's compare_answers, a pure function of the records and the outputs: `ccq-eval rescore`
+reruns it)."""
+
+from __future__ import annotations
+
+import functools
+
+from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
+from ccq_eval.suites.babilong import data as babilong
+from ccq_eval.suites.babilong.babi import BabiError
+from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS
+from ccq_eval.suites.babilong.scoring import correct
+from ccq_eval.suites.driver import Driver, Generated, UnitData
+from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
+
+REFERENCE = "booydar/babilong@7a6efee29f5cac03c3c410e6799c80fd2ffe3610"
+SOURCE = "generated at the model's lengths"  # (the published splits, read as they are, would say so)
+
+
+def first_sentence_done(text: str) -> bool:
+    """The score reads the output up to its first full stop: once one is out, no later token changes it."""
+    return "." in text
+
+
+def qa(task: str) -> str:
+    return task.removeprefix("babilong_")
+
+
+class BabilongDriver(Driver):
+    @functools.cached_property
+    def stories(self) -> dict[str, babilong.Stories]:
+        return {task: babilong.stories(task, self.inputs.data_dir) for task in self.inputs.tasks}
+
+    @functools.cached_property
+    def background(self) -> babilong.Background:
+        return babilong.background(self.inputs.options["haystack"], self.inputs.data_dir)
+
+    @property
+    def prompt(self) -> str:
+        return self.inputs.options["babilong-prompt"]
+
+    def check_inputs(self) -> None:
+        self.stories, self.background  # noqa: B018 - a malformed bAbI file or haystack is bad input before the model
+
+    def check_with_tokenizer(self, tokenizer) -> None:
+        for task in self.inputs.tasks:
+            smallest = babilong.smallest_length(qa(task), self.stories[task], tokenizer, self.inputs.samples,
+                                                self.inputs.seed, self.prompt)
+            for length in self.inputs.lengths:
+                if length < smallest:
+                    raise BabiError(f"--lengths {length}: every {task} prompt with its statements and the "
+                                    f"{OUTPUT_TOKENS} tokens to generate needs {smallest} tokens; use larger lengths")
+
+    def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        read, ground = self.stories[task], self.background
+        settings = {"max_gen_toks": OUTPUT_TOKENS, "prompt": self.prompt, "source": SOURCE,
+                    "stories": {"source": read.source, "sha256": read.fingerprint},
+                    "haystack": {"name": ground.name, "sha256": ground.fingerprint}, "reference": REFERENCE}
+        key = babilong.dataset_key(task, read, ground, tokenizer_fingerprint(model.tokenizer), length,
+                                   self.inputs.samples, self.inputs.seed, self.prompt)
+        return settings, key
+
+    def data(self, unit, tokenizer) -> UnitData:
+        records, fingerprint, _ = load_or_build(babilong.records_path(unit.data_key), unit.data_key, lambda: babilong.build(
+            qa(unit.task), self.stories[unit.task], self.background, tokenizer, unit.context_length,
+            self.inputs.samples, self.inputs.seed, self.prompt))
+        return UnitData(records, fingerprint)
+
+    def generate(self, unit, data: UnitData, model) -> Generated | None:
+        asks = [Ask(r["index"], r["prompt"], OUTPUT_TOKENS, stop_when=first_sentence_done) for r in data.records]
+        answers = generate_answers(model, asks, unit.context_length)
+        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
+            return None
+        return Generated({index: {"prediction": a.text} for index, a in answers.items()})
+
+    def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
+        samples = []
+        for record in sorted(data.records, key=lambda r: r["index"]):
+            prediction = generated.outputs[record["index"]]["prediction"]
+            right = correct(record["target"], prediction.strip(), record["question"], qa(unit.task))
+            samples.append(Sample(record["index"], 100.0 if right else 0.0, target=record["target"],
+                                  prediction=prediction, prompt_sha256=stable_hash(record["prompt"]),
+                                  fields={"question": record["question"].strip(), "story": record["story"],
+                                          "facts": len(record["facts"]), "references": record["references"],
+                                          "fact_depths": record["fact_depths"], "prompt_tokens": record["prompt_tokens"],
+                                          "empty_prediction": not prediction.strip()}))
+        scores = [s.score for s in samples]
+        metrics = [mean_metric("score", scores, is_primary=True),
+                   Metric("correct", float(sum(1 for s in scores if s > 0)), n=len(scores))]
+        return UnitOutcome(status="complete", metrics=metrics, samples=samples, fingerprint=data.fingerprint,
+                           settings=prediction_counts(samples), raw=generated.raw)

@@ -1,0 +1,76 @@
+"""`--suite babilong` end to end: a solver that reasons from the prompt's statements scores 100 and a wrong one 0,
+every sample stored with its question and where its statements sit; a real zoo model runs offline from the shipped
+stories, and the table and the report render its cells; a length that cannot hold the statements and a malformed
+bAbI file are one line each, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from ccq_eval.cli import main
+from ccq_eval.run import RunRequest, run_suite
+from tests.oracle import answers_loader
+
+MOVE = re.compile(r"(\w+) (?:travelled|journeyed|went back|went|moved) to the (\w+)\.")
+
+
+def where_is(prompt: str) -> str:
+    """qa1's answer in the reference's format: the asked person's latest location among the statements."""
+    person = re.search(r"Question: Where is (\w+)\?$", prompt).group(1)
+    context = prompt[prompt.index("<context>"):]
+    return f" The most recent location of {person} is {[loc for who, loc in MOVE.findall(context) if who == person][-1]}."
+
+
+@pytest.mark.parametrize("solver,expected", [(where_is, 100.0), (lambda prompt: " The kitchen garden.", None)])
+def test_a_solver_scores_what_it_answers_and_every_sample_is_stored(tmp_path, monkeypatch, solver, expected):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    store = tmp_path / "s.db"
+    request = RunRequest(model="solver", suite="babilong", tasks="qa1", lengths="2k,4k", samples=6, store=str(store))
+    assert run_suite(request, answers_loader("solver", solver), out=lambda *_: None) == 0
+    db = sqlite3.connect(store)
+    scores = [v for (v,) in db.execute("SELECT value FROM metrics WHERE metric = 'score'")]
+    assert len(scores) == 2 and (set(scores) == {100.0} if expected else max(scores) < 100.0)
+    rows = db.execute("SELECT s.target, s.fields, u.settings FROM samples s JOIN units u ON u.id = s.unit_id").fetchall()
+    assert len(rows) == 12
+    for target, fields, settings in rows:
+        fields, settings = json.loads(fields), json.loads(settings)
+        assert fields["question"].startswith("Where is") and fields["fact_depths"] == sorted(fields["fact_depths"])
+        assert len(fields["fact_depths"]) == fields["facts"] and fields["prompt_tokens"] + 20 <= 4096
+        assert settings["source"] == "generated at the model's lengths" and settings["haystack"]["name"] == "ccq-essays"
+        assert settings["stories"]["source"] == "shipped" and target in ("bathroom", "bedroom", "garden", "hallway",
+                                                                         "kitchen", "office")
+
+
+def test_a_zoo_model_runs_offline_and_its_table_and_report_render(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    store = tmp_path / "s.db"
+    assert main(["--model", "zoo:gla-tiny", "--suite", "babilong", "--tasks", "qa1,qa2", "--lengths", "2k",
+                 "--samples", "2", "--store", str(store), "--device", "cpu"]) == 0
+    assert main(["tables", "--table", "babilong", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
+    table = (tmp_path / "t" / "babilong.md").read_text()
+    assert "QA1 (ccq-essays) 2K" in table and "QA2 (ccq-essays) 2K" in table and "Avg" not in table  # two of five
+    assert main(["view", "--store", str(store), "--out", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "babilong_qa1" in html and "supporting fact" in html
+
+
+@pytest.mark.parametrize("setup,argv,said", [
+    (None, ["--lengths", "512"], "--lengths 512: every babilong_qa1 prompt with its statements and the 20 tokens to "
+                                 "generate needs"),
+    ("1 Mary went home.\nMary left.\n", [], "line 2 is not '<number> <text>'"),
+])
+def test_refused_inputs_are_one_line_and_write_nothing(tmp_path, monkeypatch, capsys, setup, argv, said):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    if setup is not None:
+        (tmp_path / "data" / "babilong").mkdir(parents=True)
+        (tmp_path / "data" / "babilong" / "qa1_single-supporting-fact_test.txt").write_text(setup)
+    store = tmp_path / "s.db"
+    code = main(["--model", "zoo:gla-tiny", "--suite", "babilong", "--tasks", "qa1", "--data-dir", str(tmp_path / "data"),
+                 "--store", str(store), "--device", "cpu", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and said in err and "\n" not in err and not store.exists()
+    assert not (tmp_path / "cache" / "babilong").exists()
