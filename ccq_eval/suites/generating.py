@@ -15,6 +15,17 @@ class Answer:
     continuation_nll: float | None  # of Ask.score, when asked of a model that scores text
 
 
+def generated_texts(model, asks: list[Ask], budget: int, settings: dict | None = None):
+    """The generate stage of a suite that keeps only each answer's text: a driver.Generated (``settings``: its unit
+    notes), or None on a data-parallel rank other than 0 (rank 0 gathers every rank's share)."""
+    from ccq_eval.suites.driver import Generated
+
+    answers = generate_answers(model, asks, budget)
+    if answers is None:
+        return None
+    return Generated({index: {"prediction": a.text} for index, a in answers.items()}, dict(settings or {}))
+
+
 def generate_answers(model, asks: list[Ask], budget: int) -> dict[int, Answer] | None:
     """Each ask's answer by sample index; None on a data-parallel rank other than 0 (rank 0 gathers every rank's
     share). A prompt that does not fit ``budget`` with its generated tokens fails the unit (PromptTooLong)."""

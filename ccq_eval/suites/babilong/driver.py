@@ -14,7 +14,7 @@ from ccq_eval.suites.babilong.babi import BabiError
 from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS
 from ccq_eval.suites.babilong.scoring import correct
 from ccq_eval.suites.driver import Driver, Generated, UnitData
-from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.generating import Ask, generated_texts
 from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 
 REFERENCE = "booydar/babilong@7a6efee29f5cac03c3c410e6799c80fd2ffe3610"
@@ -72,10 +72,7 @@ class BabilongDriver(Driver):
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
         asks = [Ask(r["index"], r["prompt"], OUTPUT_TOKENS, stop_when=first_sentence_done) for r in data.records]
-        answers = generate_answers(model, asks, unit.context_length)
-        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
-            return None
-        return Generated({index: {"prediction": a.text} for index, a in answers.items()})
+        return generated_texts(model, asks, unit.context_length)
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         samples = []

@@ -9,7 +9,7 @@ import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.suites.driver import Driver, Generated, UnitData
-from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.generating import Ask, generated_texts
 from ccq_eval.suites.longbench import data as longbench
 from ccq_eval.suites.longbench.scoring import score as longbench_score
 from ccq_eval.suites.longbench.tasks import TASKS, eos_strings
@@ -56,11 +56,8 @@ class LongBenchDriver(Driver):
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
         spec = TASKS[self.key(unit.task)]
-        answers = generate_answers(model, [Ask(doc["index"], doc["prompt"], spec.max_gen, eos_strings=eos_strings(spec))
-                                           for doc in data.records], unit.context_length)
-        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
-            return None
-        return Generated({index: {"prediction": a.text} for index, a in answers.items()})
+        return generated_texts(model, [Ask(doc["index"], doc["prompt"], spec.max_gen, eos_strings=eos_strings(spec))
+                                       for doc in data.records], unit.context_length)
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         """LongBench's metric of each prediction (its eval.py, as tasks/longbench's process_results scores it)."""

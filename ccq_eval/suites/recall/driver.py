@@ -9,7 +9,7 @@ import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.suites.driver import Driver, Generated, UnitData
-from ccq_eval.suites.generating import Ask, generate_answers
+from ccq_eval.suites.generating import Ask, generated_texts
 from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 from ccq_eval.suites.recall import data as recall
 from ccq_eval.suites.recall.scoring import contains
@@ -50,12 +50,8 @@ class RecallDriver(Driver):
         """The prompt is the cut document and its question, a few tokens past the cut's budget: the model's budget
         is the longest prompt plus the 48 tokens to generate, so no prompt is ever cut again."""
         budget = max(doc["prompt_tokens"] for doc in data.records) + MAX_GEN
-        answers = generate_answers(model, [Ask(doc["index"], doc["prompt"], MAX_GEN, until=(UNTIL,))
-                                           for doc in data.records], budget)
-        if answers is None:  # a data-parallel rank other than 0: its share is gathered by rank 0
-            return None
-        return Generated({index: {"prediction": a.text} for index, a in answers.items()},
-                         {"generation_budget": budget})
+        return generated_texts(model, [Ask(doc["index"], doc["prompt"], MAX_GEN, until=(UNTIL,))
+                                       for doc in data.records], budget, {"generation_budget": budget})
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         samples = []
