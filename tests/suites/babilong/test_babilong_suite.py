@@ -53,6 +53,14 @@ def test_a_zoo_model_runs_offline_and_its_table_and_report_render(tmp_path, monk
     assert main(["tables", "--table", "babilong", "--store", str(store), "--out", str(tmp_path / "t")]) == 0
     table = (tmp_path / "t" / "babilong.md").read_text()
     assert "QA1 (ccq-essays) 2K" in table and "QA2 (ccq-essays) 2K" in table and "Avg" not in table  # two of five
+    from ccq_eval.catalogue import draw_figure
+    from ccq_eval.store import Store
+
+    figure = draw_figure(Store(store, readonly=True), "babilong")
+    shown = [ax.get_title() for ax in figure.axes if ax.get_visible() and ax.get_title()]
+    assert shown == ["QA1 (ccq-essays)", "QA2 (ccq-essays)"]  # no mean panel: two of the five tasks
+    assert main(["curves", "--figure", "babilong", "--store", str(store), "--out", str(tmp_path / "f")]) == 0
+    assert (tmp_path / "f" / "babilong.png").stat().st_size > 10_000
     assert main(["view", "--store", str(store), "--out", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text()
     assert "babilong_qa1" in html and "supporting fact" in html
@@ -74,3 +82,19 @@ def test_refused_inputs_are_one_line_and_write_nothing(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.strip()
     assert code == 2 and said in err and "\n" not in err and not store.exists()
     assert not (tmp_path / "cache" / "babilong").exists()
+
+
+def test_the_mean_panel_averages_only_a_full_set_of_the_five_tasks():
+    import pandas as pd
+
+    from ccq_eval.suites.babilong import TASKS
+    from ccq_eval.suites.babilong.figures import MEAN, panels
+
+    rows = pd.DataFrame([{"label": "a", "task": t, "context_length": 4096, "value": 10.0 * i, "haystack": "pg19"}
+                         for i, t in enumerate(TASKS)] +
+                        [{"label": "a", "task": TASKS[0], "context_length": 8192, "value": 50.0, "haystack": "pg19"},
+                         {"label": "b", "task": TASKS[0], "context_length": 4096, "value": 70.0, "haystack": "essays"}])
+    found = {(title, haystack): sub for title, haystack, sub in panels(rows, TASKS)}
+    mean = found[(MEAN, "pg19")]
+    assert mean[["label", "context_length", "value"]].values.tolist() == [["a", 4096, 20.0]]  # 8K has one task only
+    assert (MEAN, "essays") not in found and (TASKS[0], "essays") in found
