@@ -261,7 +261,7 @@ def suites_with_task_files() -> list[str]:
 
 def test_every_task_folder_belongs_to_a_suite_that_generates_it():
     folders = sorted(p.name for p in (REPO / "tasks").iterdir() if p.is_dir() and not p.name.startswith("__"))
-    assert folders == sorted(suites_with_task_files()) and len(folders) == 6
+    assert folders == sorted(suites_with_task_files()) and len(folders) == 7
 
 
 @pytest.mark.parametrize("suite", suites_with_task_files())

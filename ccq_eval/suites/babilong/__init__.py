@@ -10,6 +10,7 @@ from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
 from ccq_eval.suites.sniah import HAYSTACK_OPTION
 
 TASKS = tuple(f"babilong_qa{n}" for n in range(1, 6))
+TASK_VERSION = 1
 PROMPT_OPTION = SuiteOption("babilong-prompt", "which parts of BABILong's prompt to give: full (default), "
                                                "no-instruction, no-examples, no-post-prompt or bare (the context and "
                                                "question alone), the reference's variants",
@@ -21,6 +22,23 @@ class BabilongSuite(Suite):
         from ccq_eval.suites.babilong.driver import BabilongDriver
 
         return BabilongDriver(inputs)
+
+    def lm_eval_units(self, task, results):
+        from ccq_eval.interchange.lm_eval_document import length_units
+
+        return length_units(self.name, task, results, "score", True) if task in self.all_tasks else None
+
+    def task_files(self):
+        from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS
+        from ccq_eval.suites.plugin_args import reported_lengths
+        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+
+        # greedy, the reference's 20 tokens; stock lm-eval's generate_until reads them from here
+        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+                      f"  max_gen_toks: {OUTPUT_TOKENS}\n  until: []\n")
+        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
+        return {f"{task}.yaml": task_yaml(self.name, task, {"babilong_task": task}, TASK_VERSION,
+                                          more=generation + metrics) for task in self.tasks}
 
     def paired_cells(self, results):
         from ccq_eval.suites.sniah.paired import paired_cells

@@ -93,9 +93,10 @@ def chosen(read: Stories, samples: int | None, seed: int) -> list[int]:
 def build(task: str, read: Stories, ground: Background, tokenizer, length: int, samples: int | None, seed: int,
           prompt: str) -> list[dict]:
     """One record a chosen story: its prompt at ``length`` (noise.py), question, target and where its facts sit."""
-    return [{"index": index, "story": story, **sample_at_length(task, read.stories[story], list(ground.documents),
-                                                               tokenizer, length, [seed, story],
-                                                               **PROMPT_VARIANTS[prompt])}
+    variant = PROMPT_VARIANTS[prompt]
+    return [{"index": index, "story": story, "task": task, "max_length": length,
+             **sample_at_length(task, read.stories[story], list(ground.documents), tokenizer, length, [seed, story],
+                                **variant)}
             for index, story in enumerate(chosen(read, samples, seed))]
 
 

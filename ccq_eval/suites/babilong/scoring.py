@@ -18,6 +18,21 @@ TASK_LABELS = {
 }
 
 
+def process_results(doc: dict, results: list[str]) -> dict[str, float]:
+    """What tasks/babilong's plugin returns for one document: its score over every length and under its own length's
+    metric (lm-eval's RULER habit); the output stripped, as the reference strips it."""
+    from ccq_eval.suites.plugin_args import per_length
+
+    value = 100.0 if correct(doc["target"], results[0].strip(), doc["question"], doc["task"]) else 0.0
+    return {"score": value, **per_length("babilong", doc, value)}
+
+
+def score_at_length(items) -> float:
+    from ccq_eval.suites.plugin_args import at_length, mean
+
+    return at_length(mean)(items)
+
+
 def first_sentence(output: str) -> str:
     """The part of an output the score reads."""
     text = output.lower().split(".")[0]
