@@ -57,7 +57,7 @@ def test_the_help_lists_come_from_the_registries(monkeypatch):
 @pytest.mark.parametrize("argv,message", [
     (["frobnicate"], "unknown command 'frobnicate'; commands: run, runs, tables"),
     (["tables", "--table", "nope", "--store", "x.db"], "--table 'nope': unknown; available: lm, sniah"),
-    (["curves", "--figure", "nope"], "--figure 'nope': unknown; available: sniah-depth, longppl, efficiency"),
+    (["curves", "--figure", "nope"], "--figure 'nope': unknown; available: sniah-depth, babilong, longppl, efficiency"),
 ])
 def test_a_mistake_is_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
