@@ -31,6 +31,19 @@ def metric_list_yaml(metric: str, aggregation: str, at_length: str, higher_is_be
                                       for name, agg in entries)
 
 
+def generating_task_files(suite, task_kwarg: str, max_gen_toks: int, until: str, version: float) -> dict[str, str]:
+    """Every task of a generating suite scored by ``score`` (overall and per length): greedy decoding of
+    ``max_gen_toks`` tokens with ``until`` (YAML text: ``[]`` for none) as stock lm-eval's generate_until reads them,
+    the data function told the task through ``task_kwarg``."""
+    from ccq_eval.suites.plugin_args import reported_lengths
+
+    generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+                  f"  max_gen_toks: {max_gen_toks}\n  until: {until}\n")
+    metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(suite))
+    return {f"{task}.yaml": task_yaml(suite.name, task, {task_kwarg: task}, version, more=generation + metrics)
+            for task in suite.tasks}
+
+
 def write(root: Path) -> list[Path]:
     """Every registered suite's task files under root/<suite>/."""
     from ccq_eval.suites import SUITES

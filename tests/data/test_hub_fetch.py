@@ -89,6 +89,21 @@ def parquet(texts: list[str]) -> bytes:
     return buffer.getvalue()
 
 
+BABILONG_COMMIT = "3" * 40
+
+
+def babilong_parquet(task: str, split: str) -> bytes:
+    """A split's rows as RMT-team/babilong-1k-samples lays them out: input, question, target."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"input": f"{words(30, i)} John went to the office. {words(20, i + 1)}", "question": "Where is John?",
+             "target": "office"} for i in range(3)]
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([{**r, "input": f"{task} {split} {r['input']}"} for r in rows]), buffer)
+    return buffer.getvalue()
+
+
 def fixture_repos(model_dir: Path) -> list[MirrorRepo]:
     pg19_test = "data/test-00000-of-00001-29a571947c0b5ccc.parquet"
     return [
@@ -110,6 +125,9 @@ def fixture_repos(model_dir: Path) -> list[MirrorRepo]:
                                                                 for i, c in enumerate(CODE)])),
             "file-000000000002.json.gz": gzip.compress(jsonl([{"content": "unused", "path": "g.py"}]))},
                    commit=sources.CODEPARROT_COMMIT),
+        MirrorRepo("RMT-team/babilong-1k-samples", {f"{split}/qa{n}-00000-of-00001.parquet": babilong_parquet(f"qa{n}", split)
+                                                    for split in ("0k", "1k") for n in range(1, 6)},
+                   commit=BABILONG_COMMIT),
         MirrorRepo("ccq-test/gla-tiny", {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()},
                    repo_type="model", commit="2" * 40, refs={"v1": "2" * 40}),
     ]
@@ -214,6 +232,18 @@ def test_fetch_longppl_reads_the_hub_layouts_and_records_the_source(env, mirror)
     names = {served[p.rsplit("/", 1)[1]] for p in fetched}
     assert not any("train-" in n or "validation-" in n or n == "file-000000000002.json.gz" for n in names), names
     assert "gov_report.zip: " in result.stdout and "no pinned commit" in result.stdout  # size said before download
+
+
+def test_fetch_babilong_freezes_each_published_split_with_its_source(env, mirror):
+    result = cli(env, "data", "fetch", "babilong", "--corpora", "1k")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert cached_files(env, "babilong-published") == ["1k"]
+    rows, key = frozen(env, "babilong-published", "1k/qa2")
+    assert [r["question"] for r in rows] == ["Where is John?"] * 3 and rows[0]["input"].startswith("qa2 1k ")
+    served = mirror.repos[("dataset", "RMT-team/babilong-1k-samples")].files["1k/qa2-00000-of-00001.parquet"]
+    assert key["source"]["commit"] == BABILONG_COMMIT and key["source"]["sha256"] == hashlib.sha256(served).hexdigest()
+    assert key["source"]["file"] == "1k/qa2-00000-of-00001.parquet" and not key["source"]["commit_pinned"]
+    one_line_error(cli(env, "data", "fetch", "babilong", "--corpora", "3k"), "--corpora: unknown 3k")
 
 
 def test_fetch_longbench_checks_the_pinned_archive_and_each_member(env, mirror):

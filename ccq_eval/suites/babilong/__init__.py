@@ -2,12 +2,13 @@
 generated at the model's own lengths as the reference (booydar/babilong) generates them, and scored as it scores
 them. babi.py (bAbI's task files, as the reference reads them), prompts.py (its prompt and variants), scoring.py (its
 ``compare_answers``), noise.py (a sample at a given length in the model's tokens), data.py (a unit's stories, haystack
-and frozen records), driver.py, tables.py. Importing this module imports none of the heavy ones."""
+and frozen records), published.py (the published splits), driver.py, tables.py, figures.py, plugin.py (what
+tasks/babilong calls). Importing this module imports none of the heavy ones."""
 
 from __future__ import annotations
 
-from ccq_eval.suites.base import SampleView, SeedMetric, Suite, SuiteOption
-from ccq_eval.suites.sniah import HAYSTACK_OPTION
+from ccq_eval.suites.base import DataFetch, SampleView, SeedMetric, SuiteOption
+from ccq_eval.suites.sniah import HAYSTACK_OPTION, SniahSuite
 
 TASKS = tuple(f"babilong_qa{n}" for n in range(1, 6))
 TASK_VERSION = 1
@@ -15,35 +16,38 @@ PROMPT_OPTION = SuiteOption("babilong-prompt", "which parts of BABILong's prompt
                                                "no-instruction, no-examples, no-post-prompt or bare (the context and "
                                                "question alone), the reference's variants",
                             default="full", choices=("full", "no-instruction", "no-examples", "no-post-prompt", "bare"))
+SOURCE_OPTION = SuiteOption("babilong-source", "generated (default): samples built at the model's own lengths; "
+                                               "published: BABILong's published splits as they are (ccq-eval data "
+                                               "fetch babilong; --lengths 1k,2k,...,64k name the splits)",
+                            default="generated", choices=("generated", "published"))
 
 
-class BabilongSuite(Suite):
+class BabilongSuite(SniahSuite):
+    """S-NIAH's reading of lm-eval's results (per length) and per-prompt pairs, with this suite's driver and plugin."""
+
     def driver(self, inputs):
         from ccq_eval.suites.babilong.driver import BabilongDriver
 
         return BabilongDriver(inputs)
 
-    def lm_eval_units(self, task, results):
-        from ccq_eval.interchange.lm_eval_document import length_units
-
-        return length_units(self.name, task, results, "score", True) if task in self.all_tasks else None
-
     def task_files(self):
         from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS
-        from ccq_eval.suites.plugin_args import reported_lengths
-        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+        from ccq_eval.suites.task_files import generating_task_files
 
         # greedy, the reference's 20 tokens; stock lm-eval's generate_until reads them from here
-        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
-                      f"  max_gen_toks: {OUTPUT_TOKENS}\n  until: []\n")
-        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
-        return {f"{task}.yaml": task_yaml(self.name, task, {"babilong_task": task}, TASK_VERSION,
-                                          more=generation + metrics) for task in self.tasks}
+        return generating_task_files(self, "babilong_task", OUTPUT_TOKENS, "[]", TASK_VERSION)
 
-    def paired_cells(self, results):
-        from ccq_eval.suites.sniah.paired import paired_cells
 
-        return paired_cells(self, results)
+def _fetch_names():
+    from ccq_eval.suites.babilong.published import SPLITS
+
+    return SPLITS
+
+
+def _fetch(names):
+    from ccq_eval.suites.babilong.published import fetch
+
+    return fetch(names)
 
 
 def _fact_context(record, width):
@@ -63,7 +67,8 @@ SUITE = BabilongSuite(
     default_lengths=(1024, 2048, 4096, 8192),
     default_samples=100,
     display={task: task.removeprefix("babilong_").upper() for task in TASKS},
-    options=(HAYSTACK_OPTION, PROMPT_OPTION),
+    options=(HAYSTACK_OPTION, PROMPT_OPTION, SOURCE_OPTION),
+    fetcher=DataFetch(_fetch_names, _fetch),
     in_all=False,  # not one of the paper's tables: run by name
     length_means="prompt (template, context, question) + 20 generated tokens <= L",
     samples_mean="bAbI questions per task and length (every one the stories hold, when fewer)",

@@ -10,6 +10,7 @@ import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
 from ccq_eval.suites.babilong import data as babilong
+from ccq_eval.suites.babilong import published
 from ccq_eval.suites.babilong.babi import BabiError
 from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS
 from ccq_eval.suites.babilong.scoring import correct
@@ -18,7 +19,7 @@ from ccq_eval.suites.generating import Ask, generated_texts
 from ccq_eval.suites.outcomes import Metric, Sample, UnitOutcome, mean_metric, prediction_counts
 
 REFERENCE = "booydar/babilong@7a6efee29f5cac03c3c410e6799c80fd2ffe3610"
-SOURCE = "generated at the model's lengths"  # (the published splits, read as they are, would say so)
+SOURCE = "generated at the model's lengths"  # a published split's units say "published split <name>"
 
 
 def first_sentence_done(text: str) -> bool:
@@ -43,10 +44,26 @@ class BabilongDriver(Driver):
     def prompt(self) -> str:
         return self.inputs.options["babilong-prompt"]
 
+    @property
+    def published(self) -> bool:
+        return self.inputs.options["babilong-source"] == "published"
+
+    @functools.cached_property
+    def splits(self) -> dict[tuple[str, int], tuple[list[dict], str]]:
+        """(task, length) -> the published split's records and their content hash, read and checked once."""
+        return {(task, length): published.records(task, published.split_of(length), self.inputs.data_dir)
+                for task in self.inputs.tasks for length in self.inputs.lengths}
+
     def check_inputs(self) -> None:
-        self.stories, self.background  # noqa: B018 - a malformed bAbI file or haystack is bad input before the model
+        # a malformed bAbI file, haystack or split, or a split not at hand, is bad input before the model loads
+        if self.published:
+            self.splits  # noqa: B018
+        else:
+            self.stories, self.background  # noqa: B018
 
     def check_with_tokenizer(self, tokenizer) -> None:
+        if self.published:  # its prompts are as published: one that does not fit its length fails its unit
+            return
         for task in self.inputs.tasks:
             smallest = babilong.smallest_length(qa(task), self.stories[task], tokenizer, self.inputs.samples,
                                                 self.inputs.seed, self.prompt)
@@ -56,6 +73,8 @@ class BabilongDriver(Driver):
                                     f"{OUTPUT_TOKENS} tokens to generate needs {smallest} tokens; use larger lengths")
 
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        if self.published:
+            return self._published_settings(task, length, model)
         read, ground = self.stories[task], self.background
         settings = {"max_gen_toks": OUTPUT_TOKENS, "prompt": self.prompt, "source": SOURCE,
                     "stories": {"source": read.source, "sha256": read.fingerprint},
@@ -64,10 +83,28 @@ class BabilongDriver(Driver):
                                    self.inputs.samples, self.inputs.seed, self.prompt)
         return settings, key
 
+    def _published_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
+        """A published split's unit: its split and records' hash stand where a generated one names its haystack, so
+        the table's columns never put the two together."""
+        split, (_, digest) = published.split_of(length), self.splits[(task, length)]
+        settings = {"max_gen_toks": OUTPUT_TOKENS, "prompt": self.prompt, "source": f"published split {split}",
+                    "split": {"repo": published.REPO, "name": split, "sha256": digest},
+                    "haystack": {"name": f"published {split}", "sha256": digest}, "reference": REFERENCE}
+        key = {"generator": "babilong-published", "version": babilong.DATA_VERSION, "task": task, "split": split,
+               "records": digest, "tokenizer": tokenizer_fingerprint(model.tokenizer), "samples": self.inputs.samples,
+               "prompt": self.prompt}
+        return settings, key
+
     def data(self, unit, tokenizer) -> UnitData:
-        records, fingerprint, _ = load_or_build(babilong.records_path(unit.data_key), unit.data_key, lambda: babilong.build(
-            qa(unit.task), self.stories[unit.task], self.background, tokenizer, unit.context_length,
-            self.inputs.samples, self.inputs.seed, self.prompt))
+        if self.published:
+            rows = self.splits[(unit.task, unit.context_length)][0]
+            build = lambda: published.build(unit.task, rows, tokenizer, unit.context_length,  # noqa: E731
+                                            self.inputs.samples, babilong.PROMPT_VARIANTS[self.prompt])
+        else:
+            build = lambda: babilong.build(qa(unit.task), self.stories[unit.task], self.background,  # noqa: E731
+                                           tokenizer, unit.context_length, self.inputs.samples, self.inputs.seed,
+                                           self.prompt)
+        records, fingerprint, _ = load_or_build(babilong.records_path(unit.data_key), unit.data_key, build)
         return UnitData(records, fingerprint)
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:

@@ -26,16 +26,10 @@ class RecallSuite(Suite):
     def task_files(self):
         import json
 
-        from ccq_eval.suites.plugin_args import reported_lengths
         from ccq_eval.suites.recall.tasks import MAX_GEN, TASK_VERSION, UNTIL
-        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+        from ccq_eval.suites.task_files import generating_task_files
 
-        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True,
-                                   reported_lengths(self))
-        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
-                      f"  max_gen_toks: {MAX_GEN}\n  until: [{json.dumps(UNTIL)}]\n")
-        return {f"{task}.yaml": task_yaml(self.name, task, {"recall_task": task}, TASK_VERSION,
-                                          more=generation + metrics) for task in self.tasks}
+        return generating_task_files(self, "recall_task", MAX_GEN, f"[{json.dumps(UNTIL)}]", TASK_VERSION)
 
 
 def _fetch_names():

@@ -35,15 +35,10 @@ class SniahSuite(Suite):
         return length_units(self.name, task, results, "score", True) if task in self.all_tasks else None
 
     def task_files(self):
-        from ccq_eval.suites.plugin_args import reported_lengths
-        from ccq_eval.suites.task_files import metric_list_yaml, task_yaml
+        from ccq_eval.suites.task_files import generating_task_files
 
         # greedy, RULER's generation budget; stock lm-eval's generate_until reads it from here
-        generation = ("generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
-                      f"  max_gen_toks: {TOKENS_TO_GENERATE}\n  until: []\n")
-        metrics = metric_list_yaml("score", "mean", "!function utils.score_at_length", True, reported_lengths(self))
-        return {f"{task}.yaml": task_yaml(self.name, task, {f"{self.name}_task": task}, TASK_VERSION,
-                                          more=generation + metrics) for task in self.tasks}
+        return generating_task_files(self, f"{self.name}_task", TOKENS_TO_GENERATE, "[]", TASK_VERSION)
 
 
 class RulerNamedSuite(SniahSuite):

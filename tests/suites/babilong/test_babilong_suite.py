@@ -98,3 +98,51 @@ def test_the_mean_panel_averages_only_a_full_set_of_the_five_tasks():
     mean = found[(MEAN, "pg19")]
     assert mean[["label", "context_length", "value"]].values.tolist() == [["a", 4096, 20.0]]  # 8K has one task only
     assert (MEAN, "essays") not in found and (TASKS[0], "essays") in found
+
+
+def published_split(root, split: str, rows: list[dict]) -> str:
+    folder = root / "data" / "babilong-published" / split
+    folder.mkdir(parents=True)
+    (folder / "qa1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(root / "data")
+
+
+SPLIT_ROWS = [{"input": "The sea was calm. John travelled to the hallway. Mary went to the garden. It rained.",
+               "question": "Where is John?", "target": "hallway"},
+              {"input": "Sandra moved to the office. A long day passed. Sandra went to the kitchen.",
+               "question": "Where is Sandra?", "target": "kitchen"}]
+
+
+def test_a_published_split_is_read_as_it_is_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    data_dir = published_split(tmp_path, "4k", SPLIT_ROWS)
+    store = tmp_path / "s.db"
+    request = RunRequest(model="solver", suite="babilong", tasks="qa1", lengths="4k", samples=None, store=str(store),
+                         data_dir=data_dir, options={"babilong-source": "published"})
+    assert run_suite(request, answers_loader("solver", where_is), out=lambda *_: None) == 0
+    db = sqlite3.connect(store)
+    assert [v for (v,) in db.execute("SELECT value FROM metrics WHERE metric = 'score'")] == [100.0]
+    settings = json.loads(db.execute("SELECT settings FROM units").fetchone()[0])
+    assert settings["source"] == "published split 4k" and settings["split"]["name"] == "4k"
+    from ccq_eval.catalogue import table_frame
+    from ccq_eval.store import Store
+
+    assert list(table_frame(Store(store, readonly=True), "babilong").columns) == ["QA1 (published 4k) 4K"]
+
+
+@pytest.mark.parametrize("rows,lengths,said", [
+    (None, "4k", "BABILong's published split not found offline: 4k/qa1"),
+    ([{"input": "x", "question": "Where is John?", "target": " "}], "4k", "line 1: 'target' is empty"),
+    ([{"input": "x", "question": 3, "target": "hallway"}], "4k", "line 1: needs string fields input, question, target"),
+    (SPLIT_ROWS, "3000", "--lengths 3000: BABILong's published splits are 0k, 1k"),
+])
+def test_a_published_split_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, capsys, rows, lengths, said):
+    monkeypatch.setenv("CCQ_EVAL_CACHE", str(tmp_path / "cache"))
+    data_dir = published_split(tmp_path, "4k", rows) if rows is not None else str(tmp_path)
+    store = tmp_path / "s.db"
+    code = main(["--model", "zoo:gla-tiny", "--suite", "babilong", "--tasks", "qa1", "--lengths", lengths,
+                 "--babilong-source", "published", "--data-dir", data_dir, "--store", str(store), "--device", "cpu"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and said in err and "\n" not in err and not store.exists(), err
+    if rows is None:
+        assert "ccq-eval data fetch babilong" in err
