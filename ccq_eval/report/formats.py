@@ -135,7 +135,7 @@ def csv_text(frame: pd.DataFrame, float_format: str, index: bool = True) -> str:
     """The frame as CSV with every text cell, label and heading made inert (a label is whatever a user typed)."""
     frame = frame.copy()
     for column in frame.columns:
-        if frame[column].dtype == object:
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # text (object, or pandas' own string dtype)
             frame[column] = frame[column].map(inert)
     frame.columns = [inert(c) for c in frame.columns]
     frame.index = frame.index.map(inert).rename(frame.index.name)

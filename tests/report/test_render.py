@@ -158,3 +158,16 @@ def test_csv_cells_a_spreadsheet_would_run_are_made_inert(tmp_path):
     negatives = [c for row in csv.reader(io.StringIO(render_table(store, "sniah", baseline="base")["csv"])) for c in row
                  if c.startswith("-")]
     assert negatives and all(float(c) < 0 for c in negatives)  # the deltas are numbers, written as numbers
+
+
+def test_every_text_column_is_made_inert_whatever_its_dtype():
+    """pandas 3 stores text as its own string dtype, pandas 2 as object: both are text to neutralise."""
+    import pandas as pd
+
+    from ccq_eval.report.formats import csv_text
+
+    for dtype in (object, "string"):
+        frame = pd.DataFrame({"model": ["=cmd()", "ok"], "delta": [-1.5, 2.0]},
+                             index=pd.Index(["@a", "b"], name="label")).astype({"model": dtype})
+        rows = csv_text(frame, "%.4g").splitlines()
+        assert rows == ["label,model,delta", "'@a,'=cmd(),-1.5", "b,ok,2"], (dtype, rows)
