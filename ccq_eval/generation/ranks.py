@@ -107,6 +107,7 @@ def _meet(found: Launch, timeout: timedelta):
 class Ranks:
     rank: int = 0
     world_size: int = 1
+    local_rank: int = 0  # this process's place on its machine (its GPU)
 
     @classmethod
     def from_environment(cls, minutes: float = DEFAULT_RENDEZVOUS_MINUTES, environ=None) -> "Ranks":
@@ -123,7 +124,7 @@ class Ranks:
             timeout = timedelta(minutes=minutes)
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", store=_meet(found, timeout),
                                     rank=found.rank, world_size=found.world_size, timeout=timeout)
-        return cls(dist.get_rank(), dist.get_world_size())
+        return cls(dist.get_rank(), dist.get_world_size(), found.local_rank)
 
     def gather(self, obj, dst: int = 0) -> list | None:
         """``obj`` from every rank, as a list on ``dst`` (None elsewhere)."""

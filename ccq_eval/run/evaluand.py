@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ccq_eval.generation.ranks import Ranks, launch
+from ccq_eval.generation.ranks import Ranks
 from ccq_eval.run.request import RunRequest, ccq_overrides
 
 
@@ -54,7 +54,7 @@ def load_evaluand(request: RunRequest, max_length: int) -> Evaluand:
     if ranks.world_size > 1 and device in ("auto", "cuda"):  # one GPU per rank under accelerate launch / torchrun
         import torch
 
-        device = f"cuda:{launch().local_rank}" if torch.cuda.is_available() else "cpu"
+        device = f"cuda:{ranks.local_rank}" if torch.cuda.is_available() else "cpu"
     model, tokenizer, provenance = load_model(request.model, device=device, dtype=request.dtype,
                                               allow_pickle=request.allow_pickle,
                                               ccq_overrides=ccq_overrides(request) or None)

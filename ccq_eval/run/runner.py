@@ -24,7 +24,7 @@ from ccq_eval.generation.ranks import launch
 from ccq_eval.lm.adapter import ModelAdapter
 from ccq_eval.run.evaluand import Evaluand, load_evaluand
 from ccq_eval.run.raw_output import check_raw_folder, save_raw
-from ccq_eval.run.request import RunRequest, check_label, default_label, parse_shard, select_shard
+from ccq_eval.run.request import RunRequest, default_label, parse_shard, select_shard
 from ccq_eval.text import visible
 from ccq_eval.run.units import metric_row, unit_key
 from ccq_eval.store import Store, StoreWriteError, now
@@ -149,8 +149,8 @@ class Runner:
 
     def prepare(self):
         r = self.request
-        check_label(r.label)  # before any work: a label the tables cannot show is refused at the flag
-        default_label(r)  # and so is one taken from the model's folder name
+        # before any work: a label the tables cannot show is refused, --label's or the model folder's name
+        self.label = default_label(r)
         launch()  # the launcher's environment (WORLD_SIZE, RANK, ...), checked before anything loads
         check_cache_root()  # where data are frozen: a bad location is bad input before any work
         if r.suite == "all":
@@ -176,7 +176,6 @@ class Runner:
         if not isinstance(self.evaluand.lm, ModelAdapter):
             raise TypeError(f"{type(self.evaluand.lm).__name__} does not implement lm.adapter.ModelAdapter")
         self._check_positions()
-        self.label = default_label(r)
         for plan in self.plans:
             plan.driver.check_with_tokenizer(self.evaluand.tokenizer)  # lengths the prompts or documents cannot fill
         check_raw_folder(r.store)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ccq_eval.generation.text import Ask  # noqa: F401 - what a driver builds, one per sample
+from ccq_eval.suites.driver import Generated
 
 
 @dataclass(frozen=True)
@@ -15,11 +16,9 @@ class Answer:
     continuation_nll: float | None  # of Ask.score, when asked of a model that scores text
 
 
-def generated_texts(model, asks: list[Ask], budget: int, settings: dict | None = None):
+def generated_texts(model, asks: list[Ask], budget: int, settings: dict | None = None) -> Generated | None:
     """The generate stage of a suite that keeps only each answer's text: a driver.Generated (``settings``: its unit
     notes), or None on a data-parallel rank other than 0 (rank 0 gathers every rank's share)."""
-    from ccq_eval.suites.driver import Generated
-
     answers = generate_answers(model, asks, budget)
     if answers is None:
         return None

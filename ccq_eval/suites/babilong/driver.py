@@ -96,16 +96,18 @@ class BabilongDriver(Driver):
         return settings, key
 
     def data(self, unit, tokenizer) -> UnitData:
-        if self.published:
-            rows = self.splits[(unit.task, unit.context_length)][0]
-            build = lambda: published.build(unit.task, rows, tokenizer, unit.context_length,  # noqa: E731
-                                            self.inputs.samples, babilong.PROMPT_VARIANTS[self.prompt])
-        else:
-            build = lambda: babilong.build(qa(unit.task), self.stories[unit.task], self.background,  # noqa: E731
-                                           tokenizer, unit.context_length, self.inputs.samples, self.inputs.seed,
-                                           self.prompt)
-        records, fingerprint, _ = load_or_build(babilong.records_path(unit.data_key), unit.data_key, build)
+        records, fingerprint, _ = load_or_build(babilong.records_path(unit.data_key), unit.data_key,
+                                                lambda: self._build(unit, tokenizer))
         return UnitData(records, fingerprint)
+
+    def _build(self, unit, tokenizer) -> list[dict]:
+        """A unit's records: a published split's rows in the reference's prompt, or samples built at its length."""
+        inputs = self.inputs
+        if self.published:
+            return published.build(unit.task, self.splits[(unit.task, unit.context_length)][0], tokenizer,
+                                   unit.context_length, inputs.samples, babilong.PROMPT_VARIANTS[self.prompt])
+        return babilong.build(qa(unit.task), self.stories[unit.task], self.background, tokenizer, unit.context_length,
+                              inputs.samples, inputs.seed, self.prompt)
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
         asks = [Ask(r["index"], r["prompt"], OUTPUT_TOKENS, stop_when=first_sentence_done) for r in data.records]

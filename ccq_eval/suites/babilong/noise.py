@@ -8,6 +8,7 @@ template, the question and the 20 tokens to generate."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ class BackgroundSampler:
             raise ValueError("the haystack holds no text")
         self.documents, self.tokenizer, self.rng = documents, tokenizer, rng
         self.splitter = PunktSentenceTokenizer()  # untrained, as the reference's
-        self.queue: list[str] = []
+        self.queue: deque[str] = deque()
 
     def _refill(self, size: int) -> None:
         while not self.queue:
@@ -38,14 +39,14 @@ class BackgroundSampler:
             if not text:
                 continue
             text = text[int(self.rng.choice(len(text))):][:size * CHARACTERS_PER_TOKEN_READ]
-            self.queue = self.splitter.tokenize(text)[1:-1]  # a cut sentence at either end is left out
+            self.queue = deque(self.splitter.tokenize(text)[1:-1])  # a cut sentence at either end is left out
 
     def sample(self, size: int) -> list[list[int]]:
         """Sentences (token ids) whose lengths add up to exactly ``size`` (the last cut short)."""
         chosen, total = [], 0
         while total < size:
             self._refill(size)
-            sentence = self.queue.pop(0)
+            sentence = self.queue.popleft()
             ids = self.tokenizer.encode(" " + sentence, add_special_tokens=False)
             if len(ids) < MIN_SENTENCE_TOKENS:
                 continue
@@ -69,14 +70,16 @@ def inject(story: Story, sampler: BackgroundSampler, tokenizer, size: int, rng: 
     background = sampler.sample(max(0, size - sum(len(f) for f in facts)))
     places = np.sort(rng.choice(len(background) + 1, len(facts)))
     pieces: list[list[int]] = []
-    starts = []
+    starts, at = [], 0  # where each statement starts, in tokens
     for slot in range(len(background) + 1):
         for fact, place in zip(facts, places):
             if place == slot:
-                starts.append(sum(len(p) for p in pieces))
+                starts.append(at)
                 pieces.append(fact)
+                at += len(fact)
         if slot < len(background):
             pieces.append(background[slot])
+            at += len(background[slot])
     tokens = [token for piece in pieces for token in piece]
     depths = tuple(round(100.0 * start / max(1, len(tokens)), 2) for start in starts)
     return NoisySample(tokenizer.decode(tokens).strip(), depths, len(tokens))
