@@ -3,7 +3,8 @@
 Every zoo model is evaluated on S-NIAH-1 and S-NIAH-2 at the training length (1K) up to 4x beyond it,
 25 samples per cell, on RULER's five multi-needle tasks at the training length, on RULER's variable tracking,
 common / frequent words extraction at 2K and SQuAD QA at 4K (10 samples a task; QA over shipped small documents), on
-in-context TriviaQA / NQ / DROP at 1K (shipped small records), and on long-context perplexity
+in-context TriviaQA / NQ / DROP at 1K (shipped small records), on BABILong's qa1-qa2 at 1K (the shipped bAbI
+stories among the essays' sentences), and on long-context perplexity
 over four shipped corpora (the longppl
 suite's SHIPPED: the CC0 essays the zoo was trained on, which isolates length extrapolation; more essays
 in the same voice that it never saw, which measures generalisation; Python's reference manual and
@@ -48,6 +49,9 @@ RULER_TASKS = "ruler_vt,ruler_cwe,ruler_fwe"
 # ten outgrow 2K bytes (HotpotQA's ten outgrow 4K too, so QA-2 is left out)
 RULER_QA_TASKS, RULER_QA_LENGTH = "ruler_qa_squad", "4k"
 RECALL_LENGTH = "1k"  # in-context TriviaQA / NQ / DROP on the shipped small records (6, 5, 6), at the zoo's 1K
+# BABILong's qa1 and qa2 on the shipped bAbI stories (20 and 5 questions) at the zoo's 1K: in the reference's bare
+# variant (the context and question alone), as the full prompt of qa1 needs 1192 of the byte tokenizer's tokens
+BABILONG_TASKS, BABILONG_LENGTH, BABILONG_PROMPT = "qa1,qa2", "1k", "bare"
 LONGPPL_TASKS = "essays,essays_heldout,pydocs,pycode"
 LONGPPL_SEQUENCES = 12  # documents per corpus with at least L_max bytes
 SWEEP_LAMBDAS = (0.1, 0.3, 1.0)
@@ -113,6 +117,10 @@ def plan(models: list[str], lengths: str, samples: int, sequences: int, lambdas:
             jobs.append(Job(f"{tag} recall", ("--suite", "recall", "--lengths", RECALL_LENGTH, "--batch-size",
                                               str(GENERATION_BATCH), "--data-dir", str(SHIPPED_RECORDS), *model),
                             0.1))
+            jobs.append(Job(f"{tag} babilong", ("--suite", "babilong", "--tasks", BABILONG_TASKS, "--lengths",
+                                                BABILONG_LENGTH, "--babilong-prompt", BABILONG_PROMPT, "--samples",
+                                                str(samples), "--batch-size", str(GENERATION_BATCH), *model),
+                            0.1 * (TRANSFORMER_DECODING_COST if ZOO[name].family == "transformer" else 1)))
     return sorted(jobs, key=lambda j: -j.cost)
 
 

@@ -30,6 +30,22 @@ NEW_FAMILIES = ["delta_net", "retnet", "hgrn2", "mamba", "mamba2", "samba", "gdn
 HOOKED_CCQ = ["delta_net", "retnet", "hgrn2"]  # training-free CCQ families (ccq_<kind>)
 
 
+def bpe_tokenizer():
+    """A real merges tokenizer without a BOS of its own (GPT-2's kind: byte-level BPE, trained here on the shipped
+    essays), so that cutting a text can change tokens at the cut and nothing is added before a prompt."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from ccq_eval.data import SHIPPED_ESSAYS
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([SHIPPED_ESSAYS.read_text()], trainers.BpeTrainer(
+        vocab_size=800, special_tokens=["<s>", "</s>", "<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
 def tiny_model(kind: str, **overrides):
     """A randomly initialised tiny model of a family ('gla', 'ccq_gla', 'mamba', 'gdn_hybrid', ...)."""
     from transformers import AutoConfig, AutoModelForCausalLM

@@ -15,8 +15,8 @@ def _suites_help() -> tuple[str, str, str]:
 
     suite = f"suite to run: {', '.join(SUITES)}, or all ({', '.join(ALL_ORDER)} in one run record)"
     lengths = ("context budgets in tokens of the model's tokenizer, comma list (k = 1024); per suite: "
-               + "; ".join(f"{s.name}: {s.length_means} (default {lengths_text(s.default_lengths)})"
-                           for s in SUITES.values()))
+               + "; ".join(f"{s.name}: {s.length_means}{f', 0 = {s.zero_length}' if s.zero_length else ''} "
+                           f"(default {lengths_text(s.default_lengths)})" for s in SUITES.values()))
     samples = "items per unit; per suite: " + "; ".join(
         f"{s.name}: {s.samples_mean} (default {s.default_samples or 'all'})" for s in SUITES.values())
     return suite, lengths, samples

@@ -115,7 +115,7 @@ def driver_inputs(request: RunRequest, suite: Suite) -> DriverInputs:
     """The suite's part of the request, parsed once: its tasks, lengths, samples and typed options."""
     tasks = parse_tasks(suite, request.tasks)
     if request.lengths is not None:
-        parsed = parse_lengths(request.lengths)  # checked even where the suite ignores it
+        parsed = parse_lengths(request.lengths, zero=bool(suite.zero_length))  # checked even where ignored
     lengths = suite.default_lengths if suite.fixed_lengths or request.lengths is None else parsed
     samples = request.samples if request.samples is not None else suite.default_samples
     if samples is not None and samples <= 0:

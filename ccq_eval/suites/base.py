@@ -108,6 +108,8 @@ class Suite(ABC):
     # a retrieval suite (its primary score is retrieval accuracy, %): the name of its tasks' mean in the recall-state
     # table and figure ("": not one)
     retrieval: str = ""
+    # what --lengths 0 means to this suite, in its help ("": 0 is not one of its lengths)
+    zero_length: str = ""
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")
@@ -152,14 +154,15 @@ _LENGTH = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
 MAX_LENGTH = 1 << 20  # 1024k tokens: past any model this harness evaluates; more only grows prompts until memory runs out
 
 
-def parse_lengths(text: str) -> tuple[int, ...]:
-    """'1k,2k,4096' -> (1024, 2048, 4096); k means 1024 tokens of the model's tokenizer."""
+def parse_lengths(text: str, zero: bool = False) -> tuple[int, ...]:
+    """'1k,2k,4096' -> (1024, 2048, 4096); k means 1024 tokens of the model's tokenizer. ``zero``: 0 is a length too
+    (a suite whose ``zero_length`` gives it a meaning)."""
     if not text.strip():
         raise SuiteError("--lengths '': empty; give lengths like 1k,2k,4096 or drop the flag")
     lengths = []
     for part in text.split(","):
         match = _LENGTH.match(part)
-        if not match or int(match.group(1)) == 0:
+        if not match or (int(match.group(1)) == 0 and not zero):
             raise SuiteError(f"--lengths {text!r}: {part.strip()!r} is not a length; use positive token counts "
                              "like 1k,2k,4096 (k = 1024)")
         lengths.append(int(match.group(1)) * (1024 if match.group(2) else 1))

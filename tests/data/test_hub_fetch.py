@@ -126,7 +126,8 @@ def fixture_repos(model_dir: Path) -> list[MirrorRepo]:
             "file-000000000002.json.gz": gzip.compress(jsonl([{"content": "unused", "path": "g.py"}]))},
                    commit=sources.CODEPARROT_COMMIT),
         MirrorRepo("RMT-team/babilong-1k-samples", {f"{split}/qa{n}-00000-of-00001.parquet": babilong_parquet(f"qa{n}", split)
-                                                    for split in ("0k", "1k") for n in range(1, 6)},
+                                                    for split, last in (("0k", 20), ("1k", 5))
+                                                    for n in range(1, last + 1)},
                    commit=BABILONG_COMMIT),
         MirrorRepo("ccq-test/gla-tiny", {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()},
                    repo_type="model", commit="2" * 40, refs={"v1": "2" * 40}),
@@ -235,9 +236,10 @@ def test_fetch_longppl_reads_the_hub_layouts_and_records_the_source(env, mirror)
 
 
 def test_fetch_babilong_freezes_each_published_split_with_its_source(env, mirror):
-    result = cli(env, "data", "fetch", "babilong", "--corpora", "1k")
+    result = cli(env, "data", "fetch", "babilong", "--corpora", "0k,1k")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert cached_files(env, "babilong-published") == ["1k"]
+    assert cached_files(env, "babilong-published") == ["0k", "1k"]
+    assert frozen(env, "babilong-published", "0k/qa20")[0][0]["input"].startswith("qa20 0k ")  # 0k: qa6-qa20 too
     rows, key = frozen(env, "babilong-published", "1k/qa2")
     assert [r["question"] for r in rows] == ["Where is John?"] * 3 and rows[0]["input"].startswith("qa2 1k ")
     served = mirror.repos[("dataset", "RMT-team/babilong-1k-samples")].files["1k/qa2-00000-of-00001.parquet"]

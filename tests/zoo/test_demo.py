@@ -68,8 +68,12 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     six = [f"{c} 1K" for c in ("SWDE", "SQD", "FDA", "TQA", "NQ", "Drop")]
     assert recall[six].notna().all().all()  # all six tasks, each document cut to 1K
     assert recall["Avg 1K"].tolist() == pytest.approx(recall[six].mean(axis=1).tolist())
+    babilong = pd.read_csv(out / "tables" / "babilong.csv", index_col="label")  # qa1-qa2 at 1K, the models only
+    assert sorted(babilong.index) == ["gdn-tiny", "gla-tiny", "gla-tiny-s1"]
+    assert [c for c in babilong.columns if "ci_" not in c] == ["family", "QA1 (ccq-essays) 1K", "QA2 (ccq-essays) 1K"]
+    assert babilong.filter(like="QA").notna().all().all()
     for name in ("sniah", "sniah-partial", "multi-niah", "ruler", "recall", "longppl", "recall-state", "seeds",
-                 "pairs"):
+                 "pairs", "babilong"):
         assert all((out / "tables" / f"{name}.{ext}").stat().st_size > 0 for ext in ("csv", "tex", "md"))
     assert (out / "figures" / "longppl.png").exists() and (out / "figures" / "sniah-depth.png").exists()
     assert (out / "figures" / "recall-state.png").exists()
@@ -78,6 +82,7 @@ def test_demo_on_a_one_step_zoo(tmp_path, monkeypatch):
     assert {run["label"] for run in data["runs"]} == set(sniah.index)
     assert {(e["a"], e["b"]) for e in data["compare"]} >= {("gla-tiny", "gla-tiny+ccq0.3"), ("gdn-tiny", "gdn-tiny+ccq0.3")}
     assert 'data-figure="longppl"' in report and 'data-figure="sniah-depth"' in report
+    assert 'data-figure="babilong"' in report and (out / "figures" / "babilong.png").exists()
 
 
 def test_demo_refuses_a_missing_zoo_model(tmp_path, monkeypatch, capsys):

@@ -13,9 +13,14 @@ from ccq_eval.data.cache import cache_root, stable_hash
 from ccq_eval.suites.babilong.babi import BabiError, Story, read_babi
 from ccq_eval.suites.babilong.noise import sample_at_length
 
-TASK_FILES = {"qa1": "qa1_single-supporting-fact_test.txt", "qa2": "qa2_two-supporting-facts_test.txt",
-              "qa3": "qa3_three-supporting-facts_test.txt", "qa4": "qa4_two-arg-relations_test.txt",
-              "qa5": "qa5_three-arg-relations_test.txt"}
+# bAbI v1.2's test files (tasks_1-20_v1-2/en/<name>); the first five's first stories ship with ccq-eval
+TASK_NAMES = ("single-supporting-fact", "two-supporting-facts", "three-supporting-facts", "two-arg-relations",
+              "three-arg-relations", "yes-no-questions", "counting", "lists-sets", "simple-negation",
+              "indefinite-knowledge", "basic-coreference", "conjunction", "compound-coreference", "time-reasoning",
+              "basic-deduction", "basic-induction", "positional-reasoning", "size-reasoning", "path-finding",
+              "agents-motivations")
+TASK_FILES = {f"qa{n}": f"qa{n}_{name}_test.txt" for n, name in enumerate(TASK_NAMES, 1)}
+SHIPPED_TASKS = ("qa1", "qa2", "qa3", "qa4", "qa5")
 PROMPT_VARIANTS = {"full": {}, "no-instruction": {"instruction": False}, "no-examples": {"examples": False},
                    "no-post-prompt": {"post_prompt": False},
                    "bare": {"instruction": False, "examples": False, "post_prompt": False}}
@@ -39,11 +44,18 @@ class Background:
 
 
 def stories(task: str, data_dir: str | None) -> Stories:
-    """The task's bAbI stories: the user's file where DATA_DIR/babilong holds one, else the shipped subset."""
-    name = TASK_FILES[task.removeprefix("babilong_")]
+    """The task's bAbI stories: the user's file where DATA_DIR/babilong holds one, else the shipped subset (qa1-qa5)."""
+    qa = task.removeprefix("babilong_")
+    name = TASK_FILES[qa]
     mine = Path(data_dir) / "babilong" / name if data_dir else None
-    path, source = (mine, str(mine)) if mine is not None and mine.exists() else (
-        Path(SHIPPED_RECORDS) / "babilong" / name, "shipped")
+    if mine is not None and mine.exists():
+        path, source = mine, str(mine)
+    elif qa in SHIPPED_TASKS:
+        path, source = Path(SHIPPED_RECORDS) / "babilong" / name, "shipped"
+    else:
+        raise BabiError(f"--tasks {qa}: its bAbI stories do not ship with ccq-eval; put bAbI's {name} (from "
+                        f"tasks_1-20_v1-2/en) in {Path(data_dir or 'DATA_DIR') / 'babilong'}/, or run "
+                        "--babilong-source published after `ccq-eval data fetch babilong --corpora 0k`")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -70,10 +82,10 @@ def background(haystack: str | None, data_dir: str | None) -> Background:
     return Background(loaded.name, loaded.fingerprint, (loaded.text,))
 
 
-def dataset_key(task: str, read: Stories, ground: Background, tokenizer_fp: str, length: int, samples: int | None,
-                seed: int, prompt: str) -> dict:
+def dataset_key(task: str, read: Stories, ground: Background | None, tokenizer_fp: str, length: int,
+                samples: int | None, seed: int, prompt: str) -> dict:
     return {"generator": "babilong", "version": DATA_VERSION, "task": task, "stories": read.fingerprint,
-            "haystack": ground.fingerprint, "tokenizer": tokenizer_fp, "length": length, "samples": samples,
+            "haystack": ground.fingerprint if ground else None, "tokenizer": tokenizer_fp, "length": length, "samples": samples,
             "seed": seed, "prompt": prompt}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from ccq_eval.data.cache import load_or_build, stable_hash, tokenizer_fingerprint
+from ccq_eval.suites.babilong import NO_HAYSTACK_TASKS
 from ccq_eval.suites.babilong import data as babilong
 from ccq_eval.suites.babilong import published
 from ccq_eval.suites.babilong.babi import BabiError
@@ -29,6 +30,11 @@ def first_sentence_done(text: str) -> bool:
 
 def qa(task: str) -> str:
     return task.removeprefix("babilong_")
+
+
+def statements_budget(records: list[dict]) -> int:
+    """A length-0 unit's budget: its longest prompt and the tokens to generate (nothing there can be cut)."""
+    return max(r["prompt_tokens"] for r in records) + OUTPUT_TOKENS
 
 
 class BabilongDriver(Driver):
@@ -56,6 +62,10 @@ class BabilongDriver(Driver):
 
     def check_inputs(self) -> None:
         # a malformed bAbI file, haystack or split, or a split not at hand, is bad input before the model loads
+        haystacked = [task for task in self.inputs.tasks if task in NO_HAYSTACK_TASKS]
+        if haystacked and any(self.inputs.lengths):
+            raise BabiError(f"--tasks {qa(haystacked[0])}: qa6-qa20 run at --lengths 0 only (their statements alone, "
+                            "as the reference publishes them); run them apart from qa1-qa5's lengths")
         if self.published:
             self.splits  # noqa: B018
         else:
@@ -68,17 +78,19 @@ class BabilongDriver(Driver):
             smallest = babilong.smallest_length(qa(task), self.stories[task], tokenizer, self.inputs.samples,
                                                 self.inputs.seed, self.prompt)
             for length in self.inputs.lengths:
-                if length < smallest:
+                if 0 < length < smallest:  # 0: the statements alone, whatever they need
                     raise BabiError(f"--lengths {length}: every {task} prompt with its statements and the "
                                     f"{OUTPUT_TOKENS} tokens to generate needs {smallest} tokens; use larger lengths")
 
     def unit_settings(self, task: str, length: int, model) -> tuple[dict, dict]:
         if self.published:
             return self._published_settings(task, length, model)
-        read, ground = self.stories[task], self.background
+        read = self.stories[task]
+        ground = self.background if length else None  # 0: no haystack, so none is named or keyed
         settings = {"max_gen_toks": OUTPUT_TOKENS, "prompt": self.prompt, "source": SOURCE,
                     "stories": {"source": read.source, "sha256": read.fingerprint},
-                    "haystack": {"name": ground.name, "sha256": ground.fingerprint}, "reference": REFERENCE}
+                    **({"haystack": {"name": ground.name, "sha256": ground.fingerprint}} if ground else {}),
+                    "reference": REFERENCE}
         key = babilong.dataset_key(task, read, ground, tokenizer_fingerprint(model.tokenizer), length,
                                    self.inputs.samples, self.inputs.seed, self.prompt)
         return settings, key
@@ -111,7 +123,7 @@ class BabilongDriver(Driver):
 
     def generate(self, unit, data: UnitData, model) -> Generated | None:
         asks = [Ask(r["index"], r["prompt"], OUTPUT_TOKENS, stop_when=first_sentence_done) for r in data.records]
-        return generated_texts(model, asks, unit.context_length)
+        return generated_texts(model, asks, unit.context_length or statements_budget(data.records))
 
     def score(self, unit, data: UnitData, generated: Generated) -> UnitOutcome:
         samples = []

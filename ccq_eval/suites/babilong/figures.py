@@ -34,7 +34,8 @@ def accuracy_figure(results):
     from ccq_eval.suites.babilong import SUITE as suite
 
     frame = results.metrics
-    rows = frame[(frame.suite == suite.name) & (frame.metric == "score")].copy() if not frame.empty else frame
+    rows = frame[(frame.suite == suite.name) & (frame.metric == "score")] if not frame.empty else frame
+    rows = rows[rows.context_length > 0].copy() if not rows.empty else rows  # 0K has no haystack: the table shows it
     if rows.empty:
         return None
     rows["haystack"] = rows.settings.map(haystack_of)

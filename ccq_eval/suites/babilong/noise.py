@@ -64,10 +64,11 @@ class NoisySample:
     context_tokens: int
 
 
-def inject(story: Story, sampler: BackgroundSampler, tokenizer, size: int, rng: np.random.Generator) -> NoisySample:
-    """``size`` tokens of context: the story's statements among background sentences."""
+def inject(story: Story, sampler: BackgroundSampler | None, tokenizer, size: int,
+           rng: np.random.Generator) -> NoisySample:
+    """``size`` tokens of context: the story's statements among background sentences (none without a sampler)."""
     facts = [tokenizer.encode(" " + fact, add_special_tokens=False) for fact in story.facts]
-    background = sampler.sample(max(0, size - sum(len(f) for f in facts)))
+    background = sampler.sample(max(0, size - sum(len(f) for f in facts))) if sampler is not None else []
     places = np.sort(rng.choice(len(background) + 1, len(facts)))
     pieces: list[list[int]] = []
     starts, at = [], 0  # where each statement starts, in tokens
@@ -90,11 +91,27 @@ def prompt_overhead(task: str, question: str, tokenizer, **variant) -> int:
     return len(tokenizer(formatted_input(task, "", question, **variant))["input_ids"])
 
 
+def _record(story: Story, prompt: str, noisy: NoisySample, tokens: int) -> dict:
+    return {"prompt": prompt, "question": story.question, "target": story.answer, "facts": list(story.facts),
+            "references": list(story.references), "fact_depths": list(noisy.fact_depths),
+            "context_tokens": noisy.context_tokens, "prompt_tokens": tokens}
+
+
+def statements_alone(task: str, story: Story, tokenizer, **variant) -> dict:
+    """The sample at length 0 (the reference's 0k): the statements alone, each tokenized with a leading space, as the
+    noise injector joins them when it has no room for background."""
+    noisy = inject(story, None, tokenizer, 0, np.random.default_rng(0))
+    prompt = formatted_input(task, noisy.context, story.question, **variant)
+    return _record(story, prompt, noisy, len(tokenizer(prompt)["input_ids"]))
+
+
 def sample_at_length(task: str, story: Story, documents: list[str], tokenizer, length: int, seed,
                      **variant) -> dict:
     """One sample whose whole prompt and 20 generated tokens fit ``length`` tokens: the context sized to what the
     template leaves, built again a little smaller when decoding and encoding again grows it (the same draws each try).
-    ``seed``: what numpy's default_rng takes (an int, or a sequence of them)."""
+    ``seed``: what numpy's default_rng takes (an int, or a sequence of them). Length 0: the statements alone."""
+    if length == 0:
+        return statements_alone(task, story, tokenizer, **variant)
     size = length - OUTPUT_TOKENS - prompt_overhead(task, story.question, tokenizer, **variant)
     facts = sum(len(tokenizer.encode(" " + fact, add_special_tokens=False)) for fact in story.facts)
     if size < facts:
@@ -106,8 +123,6 @@ def sample_at_length(task: str, story: Story, documents: list[str], tokenizer, l
         prompt = formatted_input(task, noisy.context, story.question, **variant)
         tokens = len(tokenizer(prompt)["input_ids"])
         if tokens + OUTPUT_TOKENS <= length:
-            return {"prompt": prompt, "question": story.question, "target": story.answer, "facts": list(story.facts),
-                    "references": list(story.references), "fact_depths": list(noisy.fact_depths),
-                    "context_tokens": noisy.context_tokens, "prompt_tokens": tokens}
+            return _record(story, prompt, noisy, tokens)
         size -= tokens + OUTPUT_TOKENS - length
     raise ValueError(f"{task}: no context fits {length} tokens")

@@ -1,5 +1,6 @@
 """BABILong's published splits (RMT-team/babilong-1k-samples on the Hub: ``<split>/<task>-00000-of-00001.parquet``,
-records ``input``, ``question``, ``target``; the splits named by length, 0k to 64k, counted in GPT-2's tokens), read as
+records ``input``, ``question``, ``target``; the splits named by length, 0k to 64k, counted in GPT-2's tokens; qa1-qa5
+in each, qa6-qa20 in 0k too), read as
 they are: `ccq-eval data fetch babilong` freezes each split's records in the cache with where they came from
 (commit and sha256), and DATA_DIR/babilong-published/<split>/<task>.jsonl (or .json, .gz) holds a user's own copy.
 A unit on a published split records that source, so its cells never sit under a generated one's."""
@@ -16,6 +17,7 @@ from ccq_eval.suites.babilong.babi import BabiError
 REPO = "RMT-team/babilong-1k-samples"
 FOLDER = "babilong-published"
 SPLITS = ("0k", "1k", "2k", "4k", "8k", "16k", "32k", "64k")  # one parquet a task (128k on is sharded: not read here)
+NO_HAYSTACK = "0k"  # the one split that holds qa6-qa20 too
 FIELDS = ("input", "question", "target")
 FETCH_COMMAND = "ccq-eval data fetch babilong"
 
@@ -64,13 +66,14 @@ def fetch(splits: list[str] | None = None, progress=print) -> list[str]:
 
     done = []
     for split in splits or list(SPLITS):
-        for task in ("qa1", "qa2", "qa3", "qa4", "qa5"):
+        tasks = [f"qa{n}" for n in range(1, 21 if split == NO_HAYSTACK else 6)]
+        for task in tasks:
             fetched = hub.fetch_file(hub_file(task, split), progress)
             rows = pd.read_parquet(fetched.path).to_dict("records")
             read = check_records(enumerate(rows, 1), f"{fetched.repo}:{fetched.filename}")
             freeze(cache_root() / FOLDER / split / f"{task}.jsonl", read, {"source": fetched.record()})
         done.append(split)
-        progress(f"  {split}: qa1-qa5 frozen")
+        progress(f"  {split}: qa1-{tasks[-1]} frozen")
     return done
 
 

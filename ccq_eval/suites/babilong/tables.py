@@ -1,6 +1,6 @@
 """The BABILong table: S-NIAH's accuracy table over this suite's units (columns task x haystack x length, Wilson
-intervals with --ci, paired deltas with --baseline), and the mean of QA1-QA5 at each length where a model has all five
-on one haystack."""
+intervals with --ci, paired deltas with --baseline; qa6-qa20 at 0K beside them), and the mean of QA1-QA5 at each length
+where a model has all five on one haystack."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from ccq_eval.report.entries import table
 from ccq_eval.suites.sniah.tables import accuracy_table
 
-COLUMN = re.compile(r"^(QA\d+)( \(.*\))? (\S+)$")  # "QA1 (pg19) 4K"
+COLUMN = re.compile(r"^QA([1-5])( \(.*\))? (\S+)$")  # "QA1 (pg19) 4K": the five the mean is over
 
 
 def with_averages(values):
@@ -29,7 +29,7 @@ def with_averages(values):
 def babilong_table(results, options):
     from ccq_eval.suites.babilong import SUITE
 
-    built = accuracy_table(SUITE, results, options, "BABILong QA1-QA5 (generated at each model's lengths)")
+    built = accuracy_table(SUITE, results, options, "BABILong (generated at each model's lengths, 0K: the statements alone)")
     if built.values.empty:
         return built
     built.values = with_averages(built.values)

@@ -2,7 +2,7 @@
 tests/fixtures/babilong/make_fixtures.py into reference.json): every task's prompt in each of the reference's prompt
 variants, character for character; ``compare_answers`` on crafted outputs (extra sentences, labels the question names,
 qa5's names, qa8's lists, text after an ``<example>``); and ``TaskDataset`` over the shipped bAbI files, sample for
-sample."""
+sample (and the small qa6-qa20 stories of tests/fixtures/babilong/babi)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from ccq_eval.suites.babilong.babi import BabiError, Story, read_babi
 from ccq_eval.suites.babilong.prompts import formatted_input
 from ccq_eval.suites.babilong.scoring import correct
 
-FIXTURE = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "babilong" / "reference.json").read_text())
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "babilong"
+FIXTURE = json.loads((FIXTURES / "reference.json").read_text())
+CRAFTED = FIXTURES / "babi"  # small qa6-qa20 stories in bAbI's format, written for the tests
 VARIANTS = {"all": {}, "no instruction": {"instruction": False}, "no examples": {"examples": False},
             "no post prompt": {"post_prompt": False},
             "none": {"instruction": False, "examples": False, "post_prompt": False}}
@@ -37,8 +39,9 @@ def test_the_fixture_scores_both_ways():
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE["stories"]))
-def test_the_shipped_stories_read_as_task_dataset_reads_them(name):
-    stories = read_babi((Path(SHIPPED_RECORDS) / "babilong" / name).read_text(), name)
+def test_the_stories_read_as_task_dataset_reads_them(name):
+    folder = CRAFTED if (CRAFTED / name).exists() else Path(SHIPPED_RECORDS) / "babilong"
+    stories = read_babi((folder / name).read_text(), name)
     expected = [Story(tuple(s["facts"]), s["question"], s["answer"], tuple(s["references"]))
                 for s in FIXTURE["stories"][name]]
     assert stories == expected and len(stories) >= 1

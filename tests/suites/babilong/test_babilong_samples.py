@@ -1,5 +1,5 @@
-"""A BABILong sample at a model's own length (suites/babilong/noise.py), in a byte tokenizer and in a SentencePiece
-tokenizer with its own BOS: every statement of the bAbI sample is in the prompt, in order, at increasing depths; the
+"""A BABILong sample at a model's own length (suites/babilong/noise.py), in a byte tokenizer, a SentencePiece tokenizer
+with its own BOS and a byte-level BPE without one: every statement of the bAbI sample is in the prompt, in order, at increasing depths; the
 prompt and the 20 tokens to generate fit the length and fill it; the same seed gives the same sample; a length that
 cannot hold the statements is one line naming the smallest."""
 
@@ -13,6 +13,7 @@ from ccq_eval.byte_tokenizer import byte_tokenizer
 from ccq_eval.data import SHIPPED_RECORDS
 from ccq_eval.suites.babilong.babi import BabiError, read_babi
 from ccq_eval.suites.babilong.noise import OUTPUT_TOKENS, sample_at_length
+from tests.helpers import bpe_tokenizer
 
 FILES = {"qa1": "qa1_single-supporting-fact_test.txt", "qa2": "qa2_two-supporting-facts_test.txt",
          "qa3": "qa3_three-supporting-facts_test.txt", "qa4": "qa4_two-arg-relations_test.txt",
@@ -31,8 +32,8 @@ def stories(task: str):
     return read_babi((Path(SHIPPED_RECORDS) / "babilong" / FILES[task]).read_text(), FILES[task])
 
 
-@pytest.mark.parametrize("tokenizer_of,length", [(byte_tokenizer, 4096), (spm, 2048), (spm, 8192)],
-                         ids=["bytes-4k", "spm-2k", "spm-8k"])
+@pytest.mark.parametrize("tokenizer_of,length", [(byte_tokenizer, 4096), (spm, 2048), (spm, 8192), (bpe_tokenizer, 2048)],
+                         ids=["bytes-4k", "spm-2k", "spm-8k", "bpe-2k"])
 @pytest.mark.parametrize("task", sorted(FILES))
 def test_every_statement_is_in_the_prompt_in_order_within_the_length(task, tokenizer_of, length):
     tokenizer = tokenizer_of()

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from ccq_eval.cli import main
 from ccq_eval.suites.longppl import corpora as longppl
 from ccq_eval.suites.longppl.perplexity import sequence_nll
-from tests.helpers import byte_tokenizer, save_checkpoint, tiny_model
+from tests.helpers import bpe_tokenizer, byte_tokenizer, save_checkpoint, tiny_model
 
 CORPORA = ("govreport", "qmsum", "narrativeqa", "qasper", "codeparrot", "pg19")
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -247,21 +247,6 @@ def test_the_shipped_essay_corpus_is_twelve_rotations_of_the_training_text():
         assert doc["text"][:2000] in text + "\n\n" + text  # a window of the cycled collection
 
 
-def _bpe_tokenizer():
-    """A real merges tokenizer (BPE trained here on the shipped essays, whitespace pre-tokenizer), so
-    that cutting a text can change tokens at the cut."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    from ccq_eval.data import SHIPPED_ESSAYS
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator([SHIPPED_ESSAYS.read_text()], trainers.BpeTrainer(
-        vocab_size=800, special_tokens=["<s>", "</s>", "<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-
-
 def _reference_select(texts, tokenizer, l_max, count, policy):
     """The selection rules on whole-text tokenization (the definition in corpora.py's docstring)."""
     start, sequences = tokenizer.bos_token_id, []
@@ -286,7 +271,7 @@ def test_a_huge_document_is_tokenized_only_as_far_as_the_selection_reads(tmp_pat
     of whole-text tokenization, with a BPE tokenizer whose tokens a cut could change."""
     from ccq_eval.data import SHIPPED_ESSAYS
 
-    tok = _bpe_tokenizer()
+    tok = bpe_tokenizer()
     essays = SHIPPED_ESSAYS.read_text()
     texts = [essays[:300], essays * 200, essays[1000:5000]]  # short, huge (~2.8 MB), medium
     path = tmp_path / "c.jsonl"
