@@ -5,7 +5,8 @@ weights, in bfloat16 (the GPU check's shapes):
 - the prefill as the engine runs it: ``--batch`` prompts of ``--length`` tokens packed into one row (cu_seqlens);
 - one decoding step at ``--decode-batch`` rows as the engine's fixed slots run it: the layer's step from the slots'
   buffers, the states written in place where the family's step does it (ops/in_place.py), every other new
-  state tensor copied home (the copies a CUDA graph of the step replays);
+  state tensor copied home (the copies a CUDA graph of the step replays); CCQ's step both ways in one run: before
+  ("CCQ before": Welford's kernel with the gate and Gated DeltaNet's norms launched around it) and now (one kernel);
 - torch.profiler over CCQ's read alone, by op, self CPU time here.
 
 Every aten op is counted with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors in and out),
@@ -226,27 +227,48 @@ def packed(batch: int, length: int, device: str) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def engine_kernels(book: OpLedger, family: str):
+def engine_kernels(book: OpLedger, family: str, ccq_step: str = "fused"):
     """What the engine's fixed slots run on a GPU, each counted as the one kernel it is there: the family's in-place
-    decoding step and CCQ's one-kernel step (a checkout without them runs fla's step and CCQ's torch ops)."""
+    decoding step and CCQ's step. ``ccq_step``: "fused", the layer's whole step in one kernel (the gate, Gated
+    DeltaNet's L2 norms and the count folded in: ``contract_read_step``); "separate", the step as it was before
+    that, Welford's kernel alone with the norms and the gate launched around it as torch ops (priced beside it in
+    one run). A checkout without them runs fla's step and CCQ's torch ops."""
     try:
         from ccq_eval.families import backbone
         from ccq_eval.models import ccq_read
+        from ccq_eval.ops.ccq import step
         from ccq_eval.ops.ccq.step import contract_query_step_fused  # noqa: F401 - present in this checkout
         from ccq_eval.ops.in_place import routes_written_in_place
     except ImportError:
         yield
         return
-    original = ccq_read.contract_query_step
-    ccq_read.contract_query_step = book.inside("ccq-eval Triton kernel (CCQ step)", original)
+    if not hasattr(ccq_read, "contract_read_step"):  # an older checkout: the Welford kernel is all there is
+        name, replacement = "contract_query_step", book.inside("ccq-eval Triton kernel (CCQ step)",
+                                                               ccq_read.contract_query_step)
+    elif ccq_step == "fused":
+        name, replacement = "contract_read_step", book.inside("ccq-eval Triton kernel (CCQ step)",
+                                                              ccq_read.contract_read_step)
+    else:
+        welford = book.inside("ccq-eval Triton kernel (CCQ step)", step.contract_query_step)
+
+        def separate(q, k, gate, state, sigma_scale="none", normalize=False, read_dtype=None):
+            if normalize:
+                q, k = step.normalized(q, k, read_dtype or q.dtype)
+            q_clean, new = welford(q, k, gate.lam(q), state, sigma_scale)
+            return q_clean, k, new
+
+        name, replacement = "contract_read_step", separate
+    original = getattr(ccq_read, name)
+    setattr(ccq_read, name, replacement)
     try:
         with routes_written_in_place(backbone(family).in_place_steps):
             yield
     finally:
-        ccq_read.contract_query_step = original
+        setattr(ccq_read, name, original)
 
 
-def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype) -> tuple[dict, int]:
+def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype,
+                ccq_step: str = "fused") -> tuple[dict, int]:
     """One decoding step of the layer at ``batch`` rows (after a short prefill) as the engine's fixed slots run it,
     by kernel class, and the bytes it cannot avoid (weights, and every state read and written once)."""
     from fla.models.cache_utils import Cache
@@ -259,7 +281,7 @@ def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype:
     buffers = cache_leaves(cache)
     x = torch.randn(batch, 1, hidden, device=device, dtype=dtype)
     book = OpLedger()
-    with torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), fla_functions_scoped(book), book:
+    with torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family, ccq_step), fla_functions_scoped(book), book:
         layer(x, past_key_values=cache, use_cache=True)
         for buffer, new in zip(buffers, cache_leaves(cache), strict=True):  # home, into the slots' buffers
             if new.data_ptr() != buffer.data_ptr():
@@ -335,8 +357,9 @@ def report(family: str, batch: int, length: int, decode_batch: int, device: str,
     print_books({"backbone": ledger(base, x, cu_seqlens=cu), "CCQ": ledger(ccq, x, cu_seqlens=cu)})
     hidden = SHAPES[family]["hidden"]
     print(f"\none decoding step, {decode_batch} rows, as the engine's fixed slots run it:")
-    steps = {name: step_ledger(layer, family, decode_batch, hidden, device, dtype)
-             for name, layer in (("backbone", base), ("CCQ", ccq))}
+    steps = {name: step_ledger(layer, family, decode_batch, hidden, device, dtype, form)
+             for name, layer, form in (("backbone", base, "fused"), ("CCQ before", ccq, "separate"),
+                                       ("CCQ", ccq, "fused"))}
     print_books({name: book for name, (book, _) in steps.items()}, {name: floor for name, (_, floor) in steps.items()})
 
 

@@ -239,12 +239,13 @@ def _own_against_reference(call) -> tuple[float, bool]:
         call.state.copy_(before)
         with trust.forced("own"):
             got = call.own()
-    o, returned = (got[0], got[1]) if isinstance(got, tuple) else (got, None)
+    # (outputs..., new state) or an output alone; CCQ's step returns (q', the k its read takes, its statistics)
+    outputs, returned = (got[:-1], got[-1]) if isinstance(got, tuple) else ((got,), None)
     if returned is not None and not isinstance(returned, torch.Tensor):
         returned = returned.cov  # CCQ's step returns its statistics
     in_place = returned is None or returned.data_ptr() == call.state.data_ptr()
-    expected_o = expected[0] if isinstance(expected, tuple) else expected
-    return max(trust.relative_difference(o, expected_o),
+    expected_outputs = expected[:-1] if isinstance(expected, tuple) else (expected,)
+    return max(*(trust.relative_difference(o, e) for o, e in zip(outputs, expected_outputs, strict=True)),
                trust.relative_difference(call.state, expected_state)), in_place
 
 

@@ -51,13 +51,13 @@ def build(model_type: str, shape: dict, layers: int, dtype: torch.dtype):
 
 
 @contextlib.contextmanager
-def ledgered(book: OpLedger, family: str):
+def ledgered(book: OpLedger, family: str, ccq_step: str = "fused"):
     """The model as a GPU runs it, every op in ``book``: fla's functions as one kernel each, the engine's kernels,
     the own kernels trusted unchecked (their first-use check is not part of a step)."""
     from ccq_eval.ops import trust
 
     book.skip_matmuls = True
-    with trust.forced("own"), torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family), \
+    with trust.forced("own"), torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family, ccq_step), \
             fla_functions_scoped(book), book:
         yield
 
@@ -78,7 +78,7 @@ def prefill_book(model, family: str, batch: int, length: int) -> dict:
     return totals(book)
 
 
-def step_book(model, family: str, rows: int) -> tuple[dict, int]:
+def step_book(model, family: str, rows: int, ccq_step: str = "fused") -> tuple[dict, int]:
     """One fixed-slot step at ``rows`` rows, pick included; and the bytes it cannot avoid (every weight, and every
     state read and written once)."""
     from ccq_eval.generation.cache_rows import cache_leaves
@@ -92,7 +92,7 @@ def step_book(model, family: str, rows: int) -> tuple[dict, int]:
     book = OpLedger()
     # the in-place routes installed by the ledger (outside fla's scoped functions, so each step counts as the one
     # kernel it is on a GPU), not again by the slots' own step
-    with ledgered(book, family), mock.patch.object(static_rows, "states_written_in_place",
+    with ledgered(book, family, ccq_step), mock.patch.object(static_rows, "states_written_in_place",
                                                     lambda model: contextlib.nullcontext()):
         slots.step_and_pick()
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -115,11 +115,13 @@ def price_family(name: str, model_type: str, shape: dict, batch: int, length: in
                  dtype: torch.dtype) -> dict:
     """The figures of one model: per layer and whole model, prefill and decoding."""
     layers = shape["num_hidden_layers"]
-    books = {}
+    books, before = {}, {}
     for count in (1, 2):
         model = build(model_type, shape, count, dtype)
         step, floor = step_book(model, name, rows)
         books[count] = (prefill_book(model, name, batch, length), step, floor)
+        if model_type.startswith("ccq_"):  # CCQ's step as it was: the gate and norms around Welford's kernel
+            before[count] = step_book(model, name, rows, "separate")[0]
         del model
     block_prefill, model_prefill = whole(books[1][0], books[2][0], layers)
     block_step, model_step = whole(books[1][1], books[2][1], layers)
@@ -127,7 +129,12 @@ def price_family(name: str, model_type: str, shape: dict, batch: int, length: in
     floor = floor_one + (layers - 1) * (floor_two - floor_one)
     step_s = model_step["h200_graph"]
     prefill_s = prefill_seconds(model_prefill)
-    return {"layer_prefill_ms": 1e3 * prefill_seconds(block_prefill), "layer_step_ms": 1e3 * block_step["h200_graph"],
+    earlier = {}
+    if before:
+        _, model_before = whole(before[1], before[2], layers)
+        earlier = {"before_ms_per_step": 1e3 * model_before["h200_graph"], "before_step_launches": model_before["ops"],
+                   "before_mbu": floor / H200["bytes"] / model_before["h200_graph"]}
+    return {**earlier, "layer_prefill_ms": 1e3 * prefill_seconds(block_prefill), "layer_step_ms": 1e3 * block_step["h200_graph"],
             "prefill_ms": 1e3 * prefill_s, "prefill_tokens_per_s": batch * length / prefill_s,
             "prefill_launches": model_prefill["ops"], "host_bound": model_prefill["ops"] * LAUNCH_FLOOR["eager"]
             > model_prefill["h200"], "ms_per_step": 1e3 * step_s, "decode_tokens_per_s": rows / step_s,
@@ -147,6 +154,10 @@ def report(family: str, batch: int, length: int, rows: int, dtype: torch.dtype, 
               f"tokens/s, {f['prefill_launches']} launches{', host-bound' if f['host_bound'] else ''}), step at "
               f"{rows} rows {f['ms_per_step']:.3f} ms ({f['decode_tokens_per_s']:.3g} tokens/s, "
               f"{f['step_launches']} launches, MBU {f['mbu']:.2f})")
+    if "before_ms_per_step" in ccq:
+        print(f"  {'ccq_' + family:22s} step before (the gate and norms around Welford's kernel): "
+              f"{ccq['before_ms_per_step']:.3f} ms, {ccq['before_step_launches']} launches, MBU "
+              f"{ccq['before_mbu']:.2f}, decode rate ratio {base['ms_per_step'] / ccq['before_ms_per_step']:.2f}")
     ratios = {"layer_prefill_time_ratio": ccq["layer_prefill_ms"] / base["layer_prefill_ms"],
               "layer_step_time_ratio": ccq["layer_step_ms"] / base["layer_step_ms"],
               "prefill_rate_ratio": ccq["prefill_tokens_per_s"] / base["prefill_tokens_per_s"],

@@ -21,7 +21,8 @@ def plugin_needs(tasks: str, metadata: dict) -> dict[str, int]:
 
     needs = {}
     for task in (t.strip() for t in tasks.split(",")):
-        suite = next((s for s in SUITES.values() if task in s.all_tasks and (TASKS_DIR / s.name).is_dir()), None)
+        suite = next((s for s in SUITES.values() if task in (s.plugin_tasks or s.all_tasks)
+                      and (TASKS_DIR / s.name).is_dir()), None)
         if suite is not None:
             needs[task] = max(plugin_lengths(suite, metadata.get("max_seq_lengths")))
     return needs

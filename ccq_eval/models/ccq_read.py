@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState, contract_query, contract_query_step
+from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState, contract_query
+from ccq_eval.ops.ccq.state import ReadGate
+from ccq_eval.ops.ccq.step import contract_read_step, normalized
 
 CCQ_WEIGHTINGS = ("uniform",)
 # The paper leaves the gate's initial bias open. -2 starts lam near 0.12: close to the backbone,
@@ -65,8 +67,7 @@ class CCQGate(nn.Module):
             self.bias.fill_(self.bias_init)
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
-        logits = (q.float() * self.weight.float()).sum(-1) + self.bias.float()
-        return torch.sigmoid(logits)
+        return ReadGate(self.weight, self.bias).lam(q)
 
 
 class CCQRead(nn.Module):
@@ -78,21 +79,33 @@ class CCQRead(nn.Module):
         self.sigma_scale = settings.ccq_sigma_scale
         self.gate = CCQGate(num_heads, head_dim, settings.ccq_gate_bias_init) if self.fixed_lambda is None else None
 
-    def lam(self, q: torch.Tensor) -> torch.Tensor:
+    @property
+    def read_gate(self) -> ReadGate:
         if self.gate is None:
-            return torch.full(q.shape[:-1], float(self.fixed_lambda), dtype=torch.float32, device=q.device)
-        return self.gate(q)
+            return ReadGate(fixed=float(self.fixed_lambda))
+        return ReadGate(self.gate.weight, self.gate.bias)
 
-    def forward(self, q, k, state: CCQState | None, output_final_state: bool, cu_seqlens=None):
-        lam = self.lam(q)
+    def lam(self, q: torch.Tensor) -> torch.Tensor:
+        return self.read_gate.lam(q)
+
+    def forward(self, q, k, state: CCQState | None, output_final_state: bool, cu_seqlens=None,
+                normalize: bool = False, read_dtype: torch.dtype | None = None):
+        """``(q', k as the read takes it, statistics)``. ``normalize``: q and k L2-normalised first, in ``read_dtype``
+        (a Gated DeltaNet read that would normalise them in its kernel)."""
+        read_dtype = read_dtype or q.dtype
         if state is not None and _one_token_per_sequence(q, cu_seqlens):
-            # decoding: O(H D^2) Welford update per token, no chunked machinery
+            # decoding: the norms, the gate and the O(H D^2) Welford update in one step (one kernel on a GPU)
             packed = cu_seqlens is not None
-            q1, k1, lam1 = (x.transpose(0, 1) if packed else x for x in (q, k, lam))
-            q_clean, new_state = contract_query_step(q1, k1, lam1, state, self.sigma_scale)
-            return (q_clean.transpose(0, 1) if packed else q_clean), new_state
-        return contract_query(q, k, lam, initial_state=state, output_final_state=output_final_state,
-                              cu_seqlens=cu_seqlens, sigma_scale=self.sigma_scale)
+            q1, k1 = (x.transpose(0, 1) if packed else x for x in (q, k))
+            q_clean, k_read, new_state = contract_read_step(q1, k1, self.read_gate, state, self.sigma_scale,
+                                                            normalize, read_dtype)
+            return *((x.transpose(0, 1) if packed else x) for x in (q_clean, k_read)), new_state
+        if normalize:
+            q, k = normalized(q, k, read_dtype)
+        q_clean, new_state = contract_query(q, k, self.lam(q), initial_state=state,
+                                            output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                                            sigma_scale=self.sigma_scale)
+        return q_clean, k, new_state
 
 
 def _one_token_per_sequence(q: torch.Tensor, cu_seqlens) -> bool:

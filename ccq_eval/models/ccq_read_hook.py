@@ -7,8 +7,9 @@ accumulating ``k_t v_t^T``: the paper's GLA and Gated DeltaNet and the training-
 without a line changed here.
 
 The layer cache's recurrent_state becomes (backbone state, CCQState), as for GLA / GDN. Keys that the
-kernel would L2-normalise (``use_qk_l2norm_in_kernel``) are normalised here first with fla's formula,
-so CCQ sees the keys that are written and the contracted query is read without a second normalisation.
+kernel would L2-normalise (``use_qk_l2norm_in_kernel``) are normalised by CCQ first with fla's formula (in its
+decoding step's one kernel, where it runs), so CCQ sees the keys that are written and the contracted query is read
+without a second normalisation.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import functools
 from types import ModuleType
 
 from ccq_eval.models.ccq_read import split_cached_state
-from ccq_eval.ops.shared_cpu_forms import l2norm
 
 
 def _contracting(layer, read):
@@ -26,13 +26,14 @@ def _contracting(layer, read):
     def contracted_read(*args, **kwargs):
         if args:  # fla's layers pass every read argument by keyword; a positional call would bypass CCQ
             raise TypeError(f"CCQ read hook: {read.__name__} called with positional arguments")
-        q, k = kwargs["q"], kwargs["k"]
-        if kwargs.get("use_qk_l2norm_in_kernel"):
-            q, k = (l2norm(x).to(kwargs["v"].dtype) for x in (q, k))
+        normalize = bool(kwargs.get("use_qk_l2norm_in_kernel"))
+        if normalize:  # CCQ normalises them (in its decoding kernel, where it runs): the read must not again
             kwargs["use_qk_l2norm_in_kernel"] = False
         state, ccq_state = split_cached_state(kwargs.get("initial_state"))
         keep = bool(kwargs.get("output_final_state"))
-        q, ccq_state = layer.ccq(q, k, ccq_state, output_final_state=keep, cu_seqlens=kwargs.get("cu_seqlens"))
+        q, k, ccq_state = layer.ccq(kwargs["q"], kwargs["k"], ccq_state, output_final_state=keep,
+                                    cu_seqlens=kwargs.get("cu_seqlens"), normalize=normalize,
+                                    read_dtype=kwargs["v"].dtype)
         if "initial_state" in kwargs:
             kwargs["initial_state"] = state
         o, final = read(**{**kwargs, "q": q, "k": k})

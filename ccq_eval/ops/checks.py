@@ -85,21 +85,24 @@ def in_place_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> 
 
 def ccq_step_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> KernelCall:
     from ccq_eval.ops.ccq import contract_query, step
+    from ccq_eval.ops.ccq.state import ReadGate
 
     H, D = CCQ_HEADS[model_type]["H"], CCQ_HEADS[model_type]["D"]
     g = torch.Generator().manual_seed(seed)
     keys = (torch.randn(batch, 256, H, D, generator=g) * 0.5 + 1).to(device)
     _, state = contract_query(keys, keys, torch.zeros(batch, 256, H, device=device), output_final_state=True)
     q, k = (torch.randn(batch, 1, H, D, generator=g).to(device=device, dtype=dtype) for _ in range(2))
-    lam = torch.rand(batch, 1, H, generator=g).to(device)
+    # the layer's whole step as the model calls it: its gate, and Gated DeltaNet's L2 norms of q and k
+    gate = ReadGate((torch.randn(H, D, generator=g) * 0.1).to(device), torch.randn(H, generator=g).to(device))
+    normalize = model_type == "ccq_gated_deltanet"
 
     def own():
         with torch.no_grad():
-            return step.contract_query_step(q, k, lam, state, "trace")
+            return step.contract_read_step(q, k, gate, state, "trace", normalize, dtype)
 
     def reference():
         with torch.no_grad():
-            return step.torch_step(q, k, lam, state, "trace")
+            return step.reference_read_step(q, k, gate, state, "trace", normalize, dtype)
 
     return KernelCall("CCQ step", model_type, {"H": H, "D": D}, own, reference, state.cov)
 

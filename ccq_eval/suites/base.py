@@ -110,6 +110,8 @@ class Suite(ABC):
     retrieval: str = ""
     # what --lengths 0 means to this suite, in its help ("": 0 is not one of its lengths)
     zero_length: str = ""
+    # the tasks tasks/<name>/ carries as stock lm-eval plugins (empty: every task it runs)
+    plugin_tasks: tuple[str, ...] = ()
 
     def short(self, task: str) -> str:
         return task.removeprefix(f"{self.name}_")

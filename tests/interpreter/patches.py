@@ -1,5 +1,5 @@
-"""Three process-local patches that let Triton's interpreter (TRITON_INTERPRET=1) run fla 0.6's real
-kernels on CPU tensors. Applied by this folder's conftest before fla is imported; nothing outside the
+"""Four process-local patches that let Triton's interpreter (TRITON_INTERPRET=1) run fla 0.6's real
+kernels (and ccq-eval's own) on CPU tensors as a GPU runs them. Applied by this folder's conftest before fla is imported; nothing outside the
 interpreter tier's process sees them.
 
 1. ``Autotuner.prune_configs`` keeps only the first config: autotuning benchmarks each config through
@@ -10,6 +10,10 @@ interpreter tier's process sees them.
    which a Python int has no method for.
 3. ``FusedCrossEntropyLoss.forward`` asserts a CUDA device; the tier compares logits, not fused losses,
    so models are built with the fused loss off and the assert is never reached (checked, not patched).
+4. A float32 -> bfloat16 cast (``x.to(tl.bfloat16)``, a store into a bfloat16 tensor) rounds to nearest even, as
+   a GPU's ``cvt.rn.bf16.f32`` and torch do: the interpreter truncates toward zero, which puts a kernel that rounds
+   an intermediate to bfloat16 (CCQ's step: Gated DeltaNet's normalised q and k) a unit of the last place from
+   its torch form in about half the elements.
 """
 
 from __future__ import annotations
@@ -44,6 +48,24 @@ def apply() -> None:
 
         transformer.visit_For = visit_For
         transformer._ccq_loop_vars = True
+
+    builder = interpreter.InterpreterBuilder
+    if not getattr(builder, "_ccq_rounding", False):
+        import numpy as np
+        import torch
+        import triton.language as tl
+
+        cast = builder.cast_impl
+
+        def cast_impl(self, src, dst_type):
+            if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+                rounded = torch.from_numpy(np.array(src.data, dtype=np.float32)).to(torch.bfloat16)  # keeps 0-d
+                return interpreter.TensorHandle(rounded.view(torch.int16).numpy().view(np.uint16), dst_type.scalar)
+            return cast(self, src, dst_type)
+
+        builder.cast_impl = cast_impl
+        builder.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+        builder._ccq_rounding = True
 
 
 @contextlib.contextmanager

@@ -44,10 +44,13 @@ def test_the_delta_rule_step_compiles(v_first, decay):
     assert ".entry _gdn_step_kernel" in ptx
 
 
-@pytest.mark.parametrize("trace", [False, True])
-def test_the_ccq_step_compiles(trace):
-    ptx = compiled_ptx(_ccq_step_kernel, dict(q="*bf16", k="*bf16", lam="*fp32", count="*i64", mean="*fp32",
-                                              cov="*fp32", old_trace="*fp32", q_out="*bf16", mean_out="*fp32",
-                                              eps="fp32"),
-                       dict(H=4, D=256, BD=256, BR=16, TRACE=trace))
+@pytest.mark.parametrize("trace,norm,lam", [(False, False, 0), (True, False, 0), (False, False, 1), (False, True, 1),
+                                            (True, True, 2)], ids=["given", "given-trace", "gla-gate", "gdn-gate",
+                                                                   "gdn-fixed-trace"])
+def test_the_ccq_step_compiles(trace, norm, lam):
+    ptx = compiled_ptx(_ccq_step_kernel, dict(q="*bf16", k="*bf16", lam="*fp32", gate_w="*fp32", gate_b="*fp32",
+                                              fixed_lam="fp32", count="*i64", mean="*fp32", cov="*fp32",
+                                              old_trace="*fp32", q_out="*bf16", k_out="*bf16", mean_out="*fp32",
+                                              count_out="*i64", eps="fp32", norm_eps="fp32"),
+                       dict(H=4, D=256, BD=256, BR=16, TRACE=trace, NORM=norm, LAM=lam))
     assert ".entry _ccq_step_kernel" in ptx

@@ -25,27 +25,28 @@ from ccq_eval.ops.ccq.state import CCQState, contracted_read, stat_dtype, statis
 
 @dataclass(frozen=True)
 class ChunkSlots:
-    """Where each token sits: slot ``s`` holds sequence ``sequence[s]``'s chunk number ``chunk_in_sequence[s]``."""
+    """Where each token sits: slot ``s`` holds sequence ``sequence[s]``'s chunk number ``chunk_in_sequence[s]``, its
+    positions the tokens ``tokens[s]`` (``T``, one past the last token, where no token sits)."""
 
     chunk: int
     sequence: torch.Tensor  # [S] long: the slot's sequence (the last one for empty slots, which hold no token)
     chunk_in_sequence: torch.Tensor  # [S] long
     filled: torch.Tensor  # [S, C] bool: the position holds a token
-    token_place: torch.Tensor  # [T] long: each token's flat place (slot * C + position)
+    tokens: torch.Tensor  # [S, C] long: the token at each position, T where none sits
 
     @property
     def count(self) -> int:
         return self.sequence.shape[0]
 
-    def gather(self, x: torch.Tensor) -> torch.Tensor:
-        """``[T, ...]`` -> ``[S, C, ...]``, zeros where no token sits."""
-        out = x.new_zeros(self.count * self.chunk, *x.shape[1:])
-        out.index_copy_(0, self.token_place, x)
-        return out.view(self.count, self.chunk, *x.shape[1:])
-
-    def scatter(self, y: torch.Tensor) -> torch.Tensor:
-        """``[S, C, ...]`` -> ``[T, ...]``: each token's value back in token order."""
-        return y.reshape(self.count * self.chunk, *y.shape[2:]).index_select(0, self.token_place)
+    def rows(self, x: torch.Tensor, part: slice) -> torch.Tensor:
+        """``x [T, ...]``'s tokens in the slots ``part``: ``[nb, C, ...]`` in x's dtype, zeros where no token sits
+        (only these slots' tokens are read: nothing the size of all of x is made)."""
+        tokens, filled = self.tokens[part], self.filled[part]
+        if x.shape[0] == 0:
+            return x.new_zeros(*tokens.shape, *x.shape[1:])
+        taken = x.index_select(0, tokens.flatten().clamp(max=x.shape[0] - 1))
+        taken = taken.masked_fill_(~filled.reshape(-1, *([1] * (x.dim() - 1))), 0)
+        return taken.view(*tokens.shape, *x.shape[1:])
 
 
 def chunk_slots(cu_seqlens: torch.Tensor, tokens: int, chunk: int) -> ChunkSlots:
@@ -59,14 +60,9 @@ def chunk_slots(cu_seqlens: torch.Tensor, tokens: int, chunk: int) -> ChunkSlots
     # the sequence whose slots contain s: the last i with offsets[i] <= s (empty sequences own no slot)
     sequence = (torch.searchsorted(offsets, slots, right=True) - 1).clamp_(0, n - 1)
     chunk_in_sequence = slots - offsets[sequence]
-    start = cu[sequence] + chunk_in_sequence * chunk
-    filled = (start[:, None] + torch.arange(chunk, device=device)) < cu[sequence + 1][:, None]
-    filled &= (slots < offsets[-1])[:, None]
-    token = torch.arange(tokens, device=device)
-    owner = torch.searchsorted(cu[1:], token, right=True)
-    local = token - cu[owner]
-    token_place = (offsets[owner] + local // chunk) * chunk + local % chunk
-    return ChunkSlots(chunk, sequence, chunk_in_sequence, filled, token_place)
+    at = cu[sequence][:, None] + chunk_in_sequence[:, None] * chunk + torch.arange(chunk, device=device)
+    filled = (at < cu[sequence + 1][:, None]) & (slots < offsets[-1])[:, None]
+    return ChunkSlots(chunk, sequence, chunk_in_sequence, filled, torch.where(filled, at, tokens))
 
 
 # packed sequences on a GPU go through in blocks of this many tokens' chunk slots: fewer blocks are fewer launches;
@@ -81,7 +77,8 @@ def _first_chunk_mean(k: torch.Tensor, cu: torch.Tensor, chunk_size: int, f: tor
     within = torch.arange(chunk_size, device=k.device)
     place = (cu[:-1, None] + within).clamp_(max=max(k.shape[0] - 1, 0))
     taken = (within < lengths[:, None]).to(f)  # [N, C]
-    keys = k.to(f)[place] if k.shape[0] else k.new_zeros(*place.shape, *k.shape[1:], dtype=f)
+    # only the keys taken are cast (casting all of k first would hold a float32 copy of every key at once)
+    keys = k[place].to(f) if k.shape[0] else k.new_zeros(*place.shape, *k.shape[1:], dtype=f)
     return torch.einsum("nc,nchd->nhd", taken, keys) / taken.sum(1).clamp_min(1)[:, None, None]
 
 
@@ -157,28 +154,38 @@ def contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outpu
 
     The statistics entering a chunk are its sequence's carried ones plus the outer products of its sequence's
     earlier chunks: inside a block of slots, a 0/1 "same sequence, earlier slot" matrix times the chunks' outer
-    products (exact, no cumulative sum across sequences to cancel); across blocks, each sequence's sums carried."""
+    products (exact, no cumulative sum across sequences to cancel); across blocks, each sequence's sums carried.
+
+    Memory: a block reads its own slots' tokens (in float32 only there) and writes its contracted queries into the
+    result in q's dtype, so beyond the result the read holds one block's working set, whatever T is."""
     C, f = chunk_size, stat_dtype(q)
+    T, H, D = q.shape[1:]
     cu = cu_seqlens.to(device=q.device, dtype=torch.long)
-    layout = chunk_slots(cu, q.shape[1], C)
+    layout = chunk_slots(cu, T, C)
     carried = _carried(state, k, cu, C, f)
-    q_slots, k_slots, lam_slots = (layout.gather(x[0]) for x in (q, k, lam))  # [S, C, H(, D)], in their dtypes
-    # each block's result written in place, where no gradient needs the blocks apart (then they are joined)
     grad = torch.is_grad_enabled()
-    out = torch.empty(q_slots.shape, dtype=f, device=q.device) if not grad else []
+    # the result, one row more: the positions where no token sits write there (each block's write is one
+    # index_copy, no mask read back); where gradients are needed the blocks are joined and written once
+    q_clean = torch.empty(T + 1, H, D, dtype=q.dtype, device=q.device)
+    blocks = []
     per_block = max(1, packed_block_tokens(q.device) // C)
     for start in range(0, layout.count, per_block):  # blocks bound the working memory, as _contract_blocks does
         part = slice(start, start + per_block)
         seq = layout.sequence[part]
         # [nb, H, C, D], contiguous (what the batched matmuls read without copying again), float32; the keys shifted
         # by their sequence's centre where a token sits (the padding stays zero), in place
-        qc, kc = (_contiguous(x[part].transpose(1, 2), f) for x in (q_slots, k_slots))
+        qc, kc = (_contiguous(layout.rows(x[0], part).transpose(1, 2), f) for x in (q, k))
         kc.addcmul_(carried.centre[seq].unsqueeze(2), layout.filled[part, None, :, None].to(f), value=-1)
-        block = _packed_block(carried, seq, layout.chunk_in_sequence[part] * C, qc, kc, lam_slots[part], sigma_scale,
-                              None if grad else out[part])
+        read = _packed_block(carried, seq, layout.chunk_in_sequence[part] * C, qc, kc, layout.rows(lam[0], part),
+                             sigma_scale, None)
         if grad:
-            out.append(block)
-    q_clean = layout.scatter((torch.cat(out) if grad else out).to(q.dtype)).unsqueeze(0)
+            blocks.append(read)
+        else:
+            q_clean.index_copy_(0, layout.tokens[part].flatten(), read.reshape(-1, H, D).to(q.dtype))
+    if grad:
+        q_clean = torch.zeros(T + 1, H, D, dtype=q.dtype, device=q.device).index_copy(
+            0, layout.tokens.flatten(), torch.cat(blocks).reshape(-1, H, D).to(q.dtype))
+    q_clean = q_clean[:T].unsqueeze(0)
     if not output_final_state:
         return q_clean, None
     N = cu.numel() - 1

@@ -48,6 +48,23 @@ class CCQState:
         )
 
 
+@dataclass(frozen=True)
+class ReadGate:
+    """Where a read's lam comes from: the gate, ``lam = sigmoid(q . weight_h + bias_h)`` per head and token
+    (``weight [H, D]``, ``bias [H]``), or one fixed value for every head and token (training-free CCQ)."""
+
+    weight: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
+    fixed: float | None = None
+
+    def lam(self, q: torch.Tensor) -> torch.Tensor:
+        """``q [..., H, D]`` -> lam ``[..., H]``, float32 (float64 for float64 queries: a float64 gradient check)."""
+        f = stat_dtype(q)
+        if self.weight is None:
+            return torch.full(q.shape[:-1], float(self.fixed), dtype=f, device=q.device)
+        return torch.sigmoid((q.to(f) * self.weight.to(f)).sum(-1) + self.bias.to(f))
+
+
 def stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
