@@ -20,15 +20,19 @@ from tests.interpreter.test_kernels import rel
 B, H, D = 3, 2, 24  # D not a power of two: masked lanes
 
 
+def two_carried(scale: float, shift: float) -> tuple[CCQState, CCQState]:
+    """Two copies of the statistics of 40 keys (randn * scale + shift), one for each form to carry on."""
+    prefix = torch.randn(B, 40, H, D) * scale + shift
+    _, carried = contract_query(torch.zeros_like(prefix), prefix, torch.zeros(B, 40, H), output_final_state=True)
+    return tuple(CCQState(carried.count.clone(), carried.mean.clone(), carried.cov.clone()) for _ in range(2))
+
+
 @pytest.mark.parametrize("sigma_scale", ["none", "trace"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_fused_step_equals_the_torch_step(sigma_scale, dtype, monkeypatch):
     monkeypatch.setattr(trust, "_MODE", "own")  # the kernel's own launches, without the first use's check
     torch.manual_seed(0)
-    prefix = torch.randn(B, 40, H, D) * 2 + 3
-    _, carried = contract_query(torch.zeros_like(prefix), prefix, torch.zeros(B, 40, H), output_final_state=True)
-    torch_state = CCQState(carried.count.clone(), carried.mean.clone(), carried.cov.clone())
-    kernel_state = CCQState(carried.count.clone(), carried.mean.clone(), carried.cov.clone())
+    torch_state, kernel_state = two_carried(scale=2, shift=3)
     cov = kernel_state.cov
     for _ in range(10):
         q = torch.randn(B, 1, H, D).to(dtype)
@@ -58,10 +62,7 @@ def test_the_layers_whole_step_is_one_launch_equal_to_its_torch_form(normalize, 
     monkeypatch.setattr(trust, "_MODE", "own")
     torch.manual_seed(1)
     read_gate = GATES[gate]()
-    prefix = torch.randn(B, 40, H, D) * 0.1 + 0.2
-    _, carried = contract_query(torch.zeros_like(prefix), prefix, torch.zeros(B, 40, H), output_final_state=True)
-    torch_state = CCQState(carried.count.clone(), carried.mean.clone(), carried.cov.clone())
-    kernel_state = CCQState(carried.count.clone(), carried.mean.clone(), carried.cov.clone())
+    torch_state, kernel_state = two_carried(scale=0.1, shift=0.2)
     cov = kernel_state.cov
     for _ in range(6):
         q = (torch.randn(B, 1, H, D) * 3).to(dtype)
