@@ -116,10 +116,10 @@ def _carried(state: CCQState | None, k: torch.Tensor, cu: torch.Tensor, C: int, 
                     torch.diagonal(moment, dim1=-2, dim2=-1).sum(-1).double())
 
 
-def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale, out) -> torch.Tensor:
+def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale) -> torch.Tensor:
     """One block of chunk slots (``qc, kc [nb, H, C, D]`` contiguous, float32, keys shifted; ``seq`` each slot's
     sequence; ``first_token`` the index in its sequence of each slot's first token): the block's contracted queries
-    ``[nb, C, H, D]`` (written into ``out`` where given), and the carried sums moved past it (in place)."""
+    ``[nb, C, H, D]``, and the carried sums moved past it (in place)."""
     nb, _, C, D = qc.shape
     f, N = qc.dtype, carried.n0.shape[0]
     mm, mm_add_ = fp32_matmul.matmul, fp32_matmul.matmul_add_
@@ -140,7 +140,7 @@ def _packed_block(carried: _Carried, seq, first_token, qc, kc, lam, sigma_scale,
     norms = (carried.sq_norm[seq] + (earlier.double() @ sq.sum(-1))).unsqueeze(-1) + sq.cumsum(-1)  # [nb, H, C]
     n_t = (carried.n0[seq, None] + first_token[:, None].to(f) + torch.arange(1, C + 1, dtype=f, device=qc.device))
     read = contracted_read(qc.transpose(1, 2), lam, sums.transpose(1, 2), second.transpose(1, 2), norms.transpose(1, 2).to(f),
-                 n_t.view(nb, C, 1, 1), sigma_scale, out=out)
+                 n_t.view(nb, C, 1, 1), sigma_scale)
     mm_add_(carried.key_sum.view(1, N, -1), owns[None], totals.view(1, nb, -1), exact_left=True)
     mm_add_(carried.moment.view(1, N, -1), owns[None], outer.view(1, nb, -1), exact_left=True)
     carried.sq_norm = carried.sq_norm + owns.double() @ sq.sum(-1)
@@ -177,7 +177,7 @@ def contract_packed(q, k, lam, state, chunk_size, cu_seqlens, sigma_scale, outpu
         qc, kc = (_contiguous(layout.rows(x[0], part).transpose(1, 2), f) for x in (q, k))
         kc.addcmul_(carried.centre[seq].unsqueeze(2), layout.filled[part, None, :, None].to(f), value=-1)
         read = _packed_block(carried, seq, layout.chunk_in_sequence[part] * C, qc, kc, layout.rows(lam[0], part),
-                             sigma_scale, None)
+                             sigma_scale)
         if grad:
             blocks.append(read)
         else:

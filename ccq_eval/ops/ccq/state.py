@@ -92,9 +92,9 @@ FP32_BOUND = 1e-4  # relative error against the float64 definition that fp32 inp
 BF16_BOUND = 2.0 ** -7  # bfloat16 inputs: the contracted query's own rounding (2^-8) and as much again for its sums
 
 
-def contracted_read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale, out=None) -> torch.Tensor:
+def contracted_read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale) -> torch.Tensor:
     """q - lam Sigma_t q from the running sums, in two passes over [B, T, H, D] (the per-token scalars are folded
-    into one small factor): Sigma_t q = (second_q - key_sum (key_sum . q) / n) / n; into ``out`` where given."""
+    into one small factor): Sigma_t q = (second_q - key_sum (key_sum . q) / n) / n."""
     dot = (key_sum * qf).sum(-1, keepdim=True)
     raw = torch.addcmul(second_q, key_sum, dot / n_t, value=-1)  # n Sigma_t q
     # one key has zero covariance exactly; keep rounding noise from being divided by a zero trace
@@ -102,4 +102,4 @@ def contracted_read(qf, lam, key_sum, second_q, sq_norm, n_t, sigma_scale, out=N
     if sigma_scale == "trace":
         trace = sq_norm / n_t[..., 0] - (key_sum * key_sum).sum(-1) / n_t[..., 0] ** 2
         factor = factor / (trace.clamp_min(0) + TRACE_EPS).unsqueeze(-1)
-    return torch.addcmul(qf, raw, factor, value=-1, out=out)
+    return torch.addcmul(qf, raw, factor, value=-1)

@@ -56,10 +56,10 @@ def _ccq_step_kernel(q, k, lam, gate_w, gate_b, fixed_lam, count, mean, cov, old
         q_r = (q_r * q_scale).to(q_out.dtype.element_ty).to(tl.float32)
         k_r = (k_r * k_scale).to(k_out.dtype.element_ty).to(tl.float32)
         tl.store(k_out + i_bh * D + o_r, k_r.to(k_out.dtype.element_ty), mask=m_r)
-    if LAM == 1:
+    if LAM == 1:  # LAM_GATE (a constexpr: the names above are the wrapper's)
         w = tl.load(gate_w + i_h * D + o_d, mask=m_d, other=0).to(tl.float32)
         b_lam = tl.sigmoid(tl.sum(b_q * w) + tl.load(gate_b + i_h).to(tl.float32))
-    elif LAM == 0:
+    elif LAM == 0:  # LAM_GIVEN
         b_lam = tl.load(lam + i_bh).to(tl.float32)
     else:
         b_lam = fixed_lam
