@@ -227,11 +227,27 @@ def kernels_of(check: Check, name: str) -> None:
 
 # --- own kernels ----------------------------------------------------------------------------------------------
 
-def _own_against_reference(call) -> tuple[float, bool]:
+def _flat(outputs) -> list[torch.Tensor]:
+    """A kernel's outputs as tensors, CCQ's statistics taken apart."""
+    from ccq_eval.ops.ccq import CCQState
+
+    found = []
+    for x in outputs:
+        found += [x.count, x.mean, x.cov] if isinstance(x, CCQState) else [x]
+    return found
+
+
+def _own_against_reference(call) -> tuple[float, bool | None]:
     """(the largest relative difference, whether the state was written where it lay) of the own kernel itself
     (--kernels own) against its reference, from the same state, at the call's whole batch."""
     from ccq_eval.ops import trust
 
+    if call.state is None:  # new tensors only (CCQ's packed read): every output compared, nothing in place
+        with torch.no_grad():
+            expected = call.reference()
+            with trust.forced("own"):
+                got = call.own()
+        return max(trust.relative_difference(o, e) for o, e in zip(_flat(got), _flat(expected), strict=True)), None
     before = call.state.clone()
     with torch.no_grad():
         expected = call.reference()
@@ -262,12 +278,12 @@ def own_kernels(check: Check) -> None:
         with trust.forced("own"):
             own_ms = checks.timed_ms(call.own, check.device)
         reference_ms = checks.timed_ms(call.reference, check.device)
-        copy_ms = checks.copy_ms(call.state, check.device)
+        copy_ms = checks.copy_ms(call.state, check.device) if call.state is not None else None  # no state of its own
         check.result("own_kernels", kernel=call.kernel.split(",")[0].replace(" ", "_"), family=call.family, batch=batch,
                      dtype=str(dtype).removeprefix("torch."), heads="x".join(f"{k}{v}" for k, v in call.shape.items()),
                      path=verdict.path if verdict else "unchecked", max_rel_difference=difference, in_place=in_place,
                      tolerance=trust.TOLERANCE[dtype], own_ms=own_ms, reference_ms=reference_ms,
-                     state_copy_ms=copy_ms, own_vs_copy_time_ratio=own_ms / copy_ms,
+                     state_copy_ms=copy_ms, own_vs_copy_time_ratio=own_ms / copy_ms if copy_ms else None,
                      reference_vs_own_time_ratio=reference_ms / own_ms)
 
 

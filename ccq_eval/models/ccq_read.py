@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState, contract_query
+from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState
+from ccq_eval.ops.ccq.fused_chunk import contract_read
 from ccq_eval.ops.ccq.state import ReadGate
-from ccq_eval.ops.ccq.step import contract_read_step, normalized
+from ccq_eval.ops.ccq.step import contract_read_step
 
 CCQ_WEIGHTINGS = ("uniform",)
 # The paper leaves the gate's initial bias open. -2 starts lam near 0.12: close to the backbone,
@@ -100,12 +101,9 @@ class CCQRead(nn.Module):
             q_clean, k_read, new_state = contract_read_step(q1, k1, self.read_gate, state, self.sigma_scale,
                                                             normalize, read_dtype)
             return *((x.transpose(0, 1) if packed else x) for x in (q_clean, k_read)), new_state
-        if normalize:
-            q, k = normalized(q, k, read_dtype)
-        q_clean, new_state = contract_query(q, k, self.lam(q), initial_state=state,
-                                            output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                                            sigma_scale=self.sigma_scale)
-        return q_clean, k, new_state
+        # prefill: the norms, the gate, the statistics and the read in one pass (one launch on a GPU)
+        return contract_read(q, k, self.read_gate, state, output_final_state, cu_seqlens=cu_seqlens,
+                             sigma_scale=self.sigma_scale, normalize=normalize, read_dtype=read_dtype)
 
 
 def _one_token_per_sequence(q: torch.Tensor, cu_seqlens) -> bool:

@@ -24,15 +24,15 @@ CCQ_HEADS = {"ccq_gla": dict(H=4, D=256), "ccq_gated_deltanet": dict(H=8, D=128)
 @dataclass
 class KernelCall:
     """One own kernel's call: ``own()`` the step as the engine's fixed slots run it (trust-checked on first use),
-    ``reference()`` its reference path (fla's function and the copy home; CCQ's torch step), ``state`` the tensor
-    the own step writes in place."""
+    ``reference()`` its reference path (fla's function and the copy home; CCQ's torch forms), ``state`` the tensor
+    the own step writes in place (None for a kernel that writes only new tensors: CCQ's packed read)."""
 
     kernel: str
     family: str
     shape: dict
     own: Callable[[], object]
     reference: Callable[[], object]
-    state: torch.Tensor
+    state: torch.Tensor | None
 
 
 def _route(model_type: str):
@@ -107,15 +107,52 @@ def ccq_step_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> 
     return KernelCall("CCQ step", model_type, {"H": H, "D": D}, own, reference, state.cov)
 
 
+# a packed prefill's sequence lengths, cycled to the batch: chunks cut short, an empty sequence, one token
+PACKED_LENGTHS = (96, 33, 0, 160, 1, 64)
+
+
+def ccq_packed_call(model_type: str, batch: int, dtype, device, seed: int = 0) -> KernelCall:
+    """CCQ's packed read as a layer's prefill calls it (its gate, Gated DeltaNet's norms, the 'trace' scale, the
+    final statistics) over ``batch`` packed sequences, half of them carrying statistics from earlier keys. It writes
+    nothing in place: ``state`` is None and its outputs are all compared."""
+    from ccq_eval.ops.ccq import contract_query
+    from ccq_eval.ops.ccq.fused_chunk import contract_read, reference_read
+    from ccq_eval.ops.ccq.state import ReadGate
+
+    H, D = CCQ_HEADS[model_type]["H"], CCQ_HEADS[model_type]["D"]
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([PACKED_LENGTHS[i % len(PACKED_LENGTHS)] for i in range(batch)])
+    cu = torch.nn.functional.pad(lengths.cumsum(0), (1, 0)).to(device=device, dtype=torch.int32)
+    T = int(lengths.sum())
+    keys = (torch.randn(batch, 64, H, D, generator=g) * 0.5 + 1).to(device)
+    with torch.no_grad():
+        _, state = contract_query(keys, keys, torch.zeros(batch, 64, H, device=device), output_final_state=True)
+    state.count[::2] = 0  # a fresh sequence: the centre its first keys' mean
+    q, k = ((torch.randn(1, T, H, D, generator=g) + shift).to(device=device, dtype=dtype) for shift in (0, 1))
+    gate = ReadGate((torch.randn(H, D, generator=g) * 0.1).to(device), torch.randn(H, generator=g).to(device))
+    normalize = model_type == "ccq_gated_deltanet"
+
+    def own():
+        with torch.no_grad():
+            return contract_read(q, k, gate, state, True, 64, cu, "trace", normalize, dtype)
+
+    def reference():
+        with torch.no_grad():
+            return reference_read(q, k, gate, state, True, 64, cu, "trace", normalize, dtype)
+
+    return KernelCall("CCQ packed read", model_type, {"H": H, "D": D}, own, reference, None)
+
+
 def calls(batch: int, dtype, device) -> list[KernelCall]:
-    """Every own kernel's call at the 1.3B heads: the three in-place steps and CCQ's step on GLA's and GDN's keys.
-    CCQ's fused step exists only where Triton runs; on a CPU without the interpreter its torch form is its own
+    """Every own kernel's call at the 1.3B heads: the three in-place steps, CCQ's step and CCQ's packed read on GLA's
+    and GDN's keys. CCQ's fused step and packed read exist only where Triton runs; on a CPU without the interpreter its torch form is its own
     reference, and there is nothing to check."""
     from ccq_eval.ops.in_place import runs_triton
 
     found = [in_place_call(t, batch, dtype, device) for t in PAPER_HEADS]
     if runs_triton(torch.empty(0, device=device)):
         found += [ccq_step_call(t, batch, dtype, device) for t in CCQ_HEADS]
+        found += [ccq_packed_call(t, batch, dtype, device) for t in CCQ_HEADS]
     return found
 
 

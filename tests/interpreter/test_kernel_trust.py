@@ -1,7 +1,8 @@
-"""The trust check on the Triton forms (interpreted): CCQ's fused step and the GLA in-place kernel, each replaced by
-a stand-in that writes a wrong state or raises, are caught on first use against their references (CCQ's torch step
-in float64; fla's fused-recurrent kernel), turned off for the process, and the engine's fixed slots then give batch
-1's tokens with the verdict naming the fallback (tests/models/test_kernel_trust.py: the torch forms)."""
+"""The trust check on the Triton forms (interpreted): CCQ's fused step, CCQ's packed read and the GLA in-place
+kernel, each replaced by a stand-in that writes a wrong result or raises, are caught on first use against their
+references (CCQ's torch forms in float64; fla's fused-recurrent kernel), turned off for the process, and the engine's
+fixed slots then give batch 1's tokens with the verdict naming the fallback (tests/models/test_kernel_trust.py: the
+torch forms)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ccq_eval.ops.gla import fused_recurrent as gla_step
 from ccq_eval.generation.engine import generate
 from ccq_eval.ops import trust
 from ccq_eval.ops.ccq import contract_query, contract_query_step
+from ccq_eval.ops.ccq import fused_chunk
 from ccq_eval.ops.ccq import step as ccq_step
 from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.generation.test_engine import TOKENIZER, requests
@@ -34,13 +36,20 @@ def wrong_gla_state(q, k, v, g, state, scale):
     return o
 
 
+def wrong_packed_read(*args, **kwargs):
+    q_out, k_out, final = REAL_PACKED(*args, **kwargs)
+    return q_out * 0.5, k_out, final
+
+
 def raises(*args, **kwargs):
     raise RuntimeError("stand-in: the kernel failed to compile")
 
 
-REAL_FUSED, REAL_GLA = ccq_step.contract_query_step_fused, gla_step._triton_step
+REAL_FUSED, REAL_GLA, REAL_PACKED = ccq_step.contract_query_step_fused, gla_step._triton_step, fused_chunk.fused_read
 CASES = {("CCQ step", "wrong state"): (ccq_step, "contract_query_step_fused", wrong_sigma),
          ("CCQ step", "raises"): (ccq_step, "contract_query_step_fused", raises),
+         ("CCQ packed read", "wrong state"): (fused_chunk, "fused_read", wrong_packed_read),
+         ("CCQ packed read", "raises"): (fused_chunk, "fused_read", raises),
          ("fused_recurrent_gla in place", "wrong state"): (gla_step, "_triton_step", wrong_gla_state)}
 
 

@@ -1,13 +1,15 @@
 """CCQ's read for whole sequences, chunked: the only non-elementwise term, ``sum_{j<=t} k_j (k_j^T q_t)``, is causal
 linear attention with values = keys and no decay: chunked torch matmuls at fp32 precision (fp32_matmul.py), or
 fla's ``chunk_simple_gla`` kernel for measuring. Long sequences go through in blocks that carry the statistics;
-packed sequences go to packed.py."""
+packed sequences go to packed.py. Where Triton runs, ``contract_query`` takes the one-launch pass (fused_chunk.py)
+once it has agreed with these torch forms, its reference."""
 
 from __future__ import annotations
 
 import torch
 
 from ccq_eval.ops import fp32_matmul
+from ccq_eval.ops.ccq import fused_chunk
 from ccq_eval.ops.ccq.packed import contract_packed
 from ccq_eval.ops.ccq import state as shared  # shared.BLOCK_TOKENS read at each call (tests set it)
 from ccq_eval.ops.ccq.state import (CCQState, check_sigma_scale, contracted_read, stat_dtype,
@@ -174,6 +176,14 @@ def contract_query(
         raise ValueError(f"contract_query: q {tuple(q.shape)}, k {tuple(k.shape)} and lam {tuple(lam.shape)} do not fit [B, T, H, D] / [B, T, H]")
     if cu_seqlens is not None and q.shape[0] != 1:
         raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
+    q_clean, _, final = fused_chunk.contract_read(q, k, lam, initial_state, output_final_state, chunk_size,
+                                                  cu_seqlens, sigma_scale)
+    return q_clean, final
+
+
+def torch_contract_query(q, k, lam, initial_state, output_final_state, chunk_size, cu_seqlens, sigma_scale):
+    """contract_query in torch ops (the one-launch pass's reference): whole sequences chunked, in blocks of
+    BLOCK_TOKENS; packed sequences as one computation over chunk slots (packed.py)."""
     with fp32_matmul.precision_for(q.dtype):  # statistics in float32; its matmuls as precise as the model needs
         if cu_seqlens is None:
             return _contract_blocks(q, k, lam, initial_state, chunk_size, sigma_scale, output_final_state)

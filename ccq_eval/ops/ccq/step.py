@@ -93,7 +93,7 @@ def takes_fused_step(q: torch.Tensor, state) -> bool:
             and state.mean.is_contiguous())
 
 
-def _lam_arguments(lam: torch.Tensor | ReadGate, q: torch.Tensor) -> tuple:
+def lam_arguments(lam: torch.Tensor | ReadGate, q: torch.Tensor) -> tuple:
     """(mode, lam tensor, gate weight, gate bias, fixed value) as the kernel takes them (unused ones a placeholder)."""
     if isinstance(lam, torch.Tensor):
         return LAM_GIVEN, lam.contiguous(), q, q, 0.0
@@ -114,7 +114,7 @@ def contract_query_step_fused(q, k, lam: torch.Tensor | ReadGate, state, trace_s
     mean_out = torch.empty_like(state.mean)
     count_out = torch.empty_like(state.count)
     old_trace = torch.diagonal(state.cov, dim1=-2, dim2=-1).sum(-1) if trace_scale else state.mean
-    mode, lam_t, weight, bias, fixed = _lam_arguments(lam, q)
+    mode, lam_t, weight, bias, fixed = lam_arguments(lam, q)
     BD = triton.next_power_of_2(D)
     BR = max(1, min(BD, 4096 // BD))
     _ccq_step_kernel[(triton.cdiv(D, BR), B * H)](
@@ -208,7 +208,7 @@ def _fused_step(q, k, lam, state: CCQState | None, sigma_scale: str, normalize: 
     (models/trust.py); the torch form elsewhere and with gradients."""
     if not (runs_triton(q) and takes_fused_step(q, state)):
         return False
-    mode = _lam_arguments(lam, q)[0]
+    mode = lam_arguments(lam, q)[0]
     options = {"sigma_scale": sigma_scale, "lam": ("given", "gate", "fixed")[mode], "normalize": normalize,
                "read_dtype": str(read_dtype).removeprefix("torch.")}
     return trust.trusted("CCQ step", q, True, {"H": q.shape[2], "D": q.shape[3]}, options,

@@ -1,0 +1,162 @@
+"""CCQ's packed read as one Triton pass (ops/ccq/fused_chunk.py) under Triton's interpreter, against its reference
+(the torch composition over chunk slots, packed.py, its blocks cut small so chunks of a sequence fall in different
+blocks) and against the float64 definition (naive.py, per sequence, carried keys as its prefix): empty and one-token
+sequences, sequences shorter than a chunk and spanning several, statistics carried in (one of them a sequence that has
+seen no key), the final statistics; the layer's whole read (the gate or a fixed lam, Gated DeltaNet's L2 norms) in
+one launch; whole sequences (no cu_seqlens) through the same pass; the device checks covering it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ccq_eval.ops import trust
+from ccq_eval.ops.ccq import BF16_BOUND, FP32_BOUND, CCQState, contract_query, naive_contract_query
+from ccq_eval.ops.ccq import state as shared
+from ccq_eval.ops.ccq.chunk import torch_contract_query
+from ccq_eval.ops.ccq.fused_chunk import contract_read, reference_read
+from ccq_eval.ops.ccq.state import ReadGate
+from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
+from tests.interpreter.patches import count_kernel_launches
+from tests.interpreter.test_kernels import rel
+from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
+
+H, D = 2, 40  # D not a power of two: masked lanes
+LENGTHS = [0, 1, 70, 33, 5, 130]  # empty, one token, within and across the pass's 32-token chunks and the 64-key centre
+PREFIX = 50  # keys each carried sequence has seen before
+
+
+def packed_inputs(dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    T = sum(LENGTHS)
+    cu = torch.nn.functional.pad(torch.tensor(LENGTHS).cumsum(0), (1, 0)).to(torch.int32)
+    q = torch.randn(1, T, H, D, generator=g).to(dtype)
+    k = (torch.randn(1, T, H, D, generator=g) * 0.5 + 2).to(dtype)  # a shared mean: what the centre is for
+    lam = torch.rand(1, T, H, generator=g)
+    prefix = torch.randn(len(LENGTHS), PREFIX, H, D, generator=g) * 0.7 + 1.5
+    return q, k, lam, cu, prefix
+
+
+def carried(prefix: torch.Tensor) -> CCQState:
+    """The statistics of each sequence's prefix keys; the second sequence has seen none (count 0)."""
+    _, state = contract_query(prefix, prefix, torch.zeros(prefix.shape[:3]), output_final_state=True)
+    state.count[1], state.mean[1], state.cov[1] = 0, 0, 0
+    return state
+
+
+def definition(q, k, lam, cu, prefix, with_state, sigma_scale):
+    """(q' [1, T, H, D], final means, final covariances) in float64, sequence by sequence, from the definition."""
+    out, means, covs = [], [], []
+    for i in range(len(LENGTHS)):
+        a, b = int(cu[i]), int(cu[i + 1])
+        before = prefix[i:i + 1] if with_state and i != 1 else None
+        out.append(naive_contract_query(q[:, a:b], k[:, a:b], lam[:, a:b], sigma_scale, prefix_keys=before))
+        keys = torch.cat([x[0].double() for x in (before, k[:, a:b]) if x is not None]) if (before is not None or b > a) \
+            else torch.zeros(0, H, D, dtype=torch.float64)
+        mean = keys.mean(0) if len(keys) else torch.zeros(H, D, dtype=torch.float64)
+        centred = keys - mean
+        means.append(mean)
+        covs.append(torch.einsum("nhi,nhj->hij", centred, centred) / max(len(keys), 1))
+    return torch.cat(out, dim=1), torch.stack(means), torch.stack(covs)
+
+
+@pytest.mark.parametrize("with_state", [False, True], ids=["fresh", "carried"])
+@pytest.mark.parametrize("sigma_scale", ["none", "trace"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_pass_equals_its_reference_and_the_definition(dtype, sigma_scale, with_state, monkeypatch):
+    monkeypatch.setattr(trust, "_MODE", "own")  # the pass itself, without the first use's check
+    monkeypatch.setattr(shared, "BLOCK_TOKENS", 64)  # the reference's blocks: one chunk slot each
+    q, k, lam, cu, prefix = packed_inputs(dtype)
+    state = carried(prefix) if with_state else None
+    with torch.no_grad():
+        with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+            got, got_state = contract_query(q, k, lam, state, True, 64, cu, sigma_scale)
+        expected, expected_state = torch_contract_query(q, k, lam, state, True, 64, cu, sigma_scale)
+    assert launches == ["_ccq_fused_chunk_kernel"]
+    assert got.dtype == dtype and got.shape == q.shape
+    bound = BF16_BOUND if dtype == torch.bfloat16 else 2e-5
+    assert rel(got, expected) < bound
+    assert torch.equal(got_state.count, expected_state.count)
+    assert rel(got_state.mean, expected_state.mean) < 1e-5 and rel(got_state.cov, expected_state.cov) < 1e-5
+    exact_q, exact_means, exact_covs = definition(q, k, lam, cu, prefix, with_state, sigma_scale)
+    assert rel(got, exact_q) < (BF16_BOUND if dtype == torch.bfloat16 else FP32_BOUND)
+    assert rel(got_state.mean, exact_means) < 1e-5 and rel(got_state.cov, exact_covs) < 1e-5
+    seen = torch.tensor(LENGTHS) + (PREFIX * (torch.arange(len(LENGTHS)) != 1) if with_state else 0)
+    assert torch.equal(got_state.count, seen)
+
+
+GATES = {"gate": lambda: ReadGate(torch.randn(H, D) * 0.3, torch.randn(H)), "fixed": lambda: ReadGate(fixed=0.4)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("gate", sorted(GATES))
+@pytest.mark.parametrize("normalize", [False, True], ids=["gla", "gated-deltanet"])
+def test_the_layers_whole_read_is_one_launch_equal_to_its_torch_form(normalize, gate, dtype, monkeypatch):
+    """From the layer's raw q and k: the norms, the gate, the statistics and the read in one launch, equal to the
+    norms, the gate and the packed composition (reference_read); the normalised k handed to the backbone."""
+    monkeypatch.setattr(trust, "_MODE", "own")
+    torch.manual_seed(1)
+    q, k, _, cu, prefix = packed_inputs(dtype, seed=2)
+    q, k = q * 3, k * 3
+    read_gate = GATES[gate]()
+    state = carried(prefix)
+    with torch.no_grad():
+        with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+            got, got_k, got_state = contract_read(q, k, read_gate, state, True, 64, cu, "trace", normalize, dtype)
+        expected, expected_k, expected_state = reference_read(q, k, read_gate, state, True, 64, cu, "trace",
+                                                              normalize, dtype)
+    assert launches == ["_ccq_fused_chunk_kernel"]
+    assert (got_k is k) != normalize  # the raw k goes on to the backbone unless it was normalised
+    bound = BF16_BOUND if dtype == torch.bfloat16 else 2e-5
+    assert got.dtype == dtype and rel(got, expected) < bound and rel(got_k, expected_k) < bound
+    assert torch.equal(got_state.count, expected_state.count)
+    assert rel(got_state.mean, expected_state.mean) < 1e-5 and rel(got_state.cov, expected_state.cov) < 1e-5
+
+
+def test_whole_sequences_take_the_same_pass(monkeypatch):
+    """B sequences of T tokens without cu_seqlens: one launch, equal to the chunked composition, no final state
+    asked for and none made."""
+    monkeypatch.setattr(trust, "_MODE", "own")
+    torch.manual_seed(3)
+    q, k, lam = torch.randn(3, 45, H, D), torch.randn(3, 45, H, D) + 1, torch.rand(3, 45, H)
+    with torch.no_grad():
+        with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+            got, none = contract_query(q, k, lam)
+        expected, _ = torch_contract_query(q, k, lam, None, False, 64, None, "none")
+    assert launches == ["_ccq_fused_chunk_kernel"] and none is None
+    assert rel(got, expected) < 2e-5
+
+
+def test_gradients_take_the_torch_forms():
+    """The pass has no backward: a call that needs gradients takes the composition (gradchecked in
+    tests/models/test_ccq_gradients.py), and its result still carries them."""
+    q, k, lam, cu, _ = packed_inputs(torch.float32)
+    q.requires_grad_(True)
+    with fla_kernels_on_cpu(), count_kernel_launches() as launches:
+        got, _ = contract_query(q, k, lam, None, False, 64, cu)
+    assert launches == [] and got.requires_grad
+
+
+def test_the_first_use_check_trusts_the_sound_pass():
+    q, k, lam, cu, prefix = packed_inputs(torch.bfloat16)
+    state = carried(prefix)
+    with torch.no_grad(), fla_kernels_on_cpu():
+        contract_query(q, k, lam, state, True, 64, cu, "trace")
+    (verdict,) = [v for n, v in trust.verdicts().items() if n.startswith("CCQ packed read (Triton (interpreter))")]
+    assert verdict.startswith("own (agrees"), verdict
+
+
+def test_the_device_checks_cover_the_packed_read():
+    """`ccq-eval env` and benchmarks/gpu_check.py check CCQ's packed read as the models' prefill calls it (GLA: the
+    gate; Gated DeltaNet: the gate and the L2 norms) against its torch form, at the 1.3B heads: trusted, every output
+    within tolerance."""
+    from ccq_eval.ops import checks
+    from tests.test_gpu_benchmark import gpu_check
+
+    with fla_kernels_on_cpu():
+        found = [call for call in checks.calls(2, torch.bfloat16, "cpu") if call.kernel == "CCQ packed read"]
+        assert [call.family for call in found] == ["ccq_gla", "ccq_gated_deltanet"]
+        for call in found:
+            verdict = checks.check(call)
+            difference, in_place = gpu_check()._own_against_reference(call)
+            assert verdict.path == "own" and in_place is None and difference < trust.TOLERANCE[torch.bfloat16], verdict
