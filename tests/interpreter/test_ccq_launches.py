@@ -1,8 +1,9 @@
-"""What CCQ adds to one decoding step of a layer, counted as a GPU launches it: each Triton kernel the interpreter runs
+"""What CCQ adds to one decoding step and to a packed prefill of a layer, counted as a GPU launches it: each Triton kernel the interpreter runs
 (fla's and ccq-eval's, real), and each torch op outside them that is not a view or an allocation; the step as the
 engine's fixed slots run it (the backbone's state written in place, every other new state tensor copied home). CCQ's
 step is one kernel a layer with Gated DeltaNet's norms, the gate and the count folded in: with the copies home of its
-mean and count, at most 3 launches more than the backbone's step (benchmarks/ccq_profile.py prices them)."""
+mean and count, at most 3 launches more than the backbone's step; its packed read is one pass, at most 12 launches
+more than the backbone's prefill (benchmarks/ccq_profile.py prices them)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 MOST_ADDED = 3  # CCQ's step kernel, and the copies home of its new mean and count
+MOST_ADDED_TO_PREFILL = 12
 
 
 def views() -> set[str]:
@@ -121,3 +123,28 @@ def test_ccq_adds_at_most_three_launches_to_a_decoding_step(family, monkeypatch)
     added = len(ccq_names) - len(backbone_names)
     assert ccq_names.count("_ccq_step_kernel") == 1, ccq_names
     assert 1 <= added <= MOST_ADDED, (added, sorted(set(ccq_names) - set(backbone_names)), ccq_names, backbone_names)
+
+
+def prefill_launches(layer, skipped: set[str], lengths=(5, 40, 19)) -> list[str]:
+    """The launches of a packed prefill (the prompts in one row, cu_seqlens) that keeps its states in a cache."""
+    from fla.models.cache_utils import Cache
+
+    cu = torch.nn.functional.pad(torch.tensor(lengths).cumsum(0), (1, 0)).to(torch.int32)
+    x = torch.randn(1, sum(lengths), 64)
+    book = Launches(skipped)
+    with torch.no_grad(), fla_kernels_on_cpu(), book.triton_kernels(), book:
+        layer(x, past_key_values=Cache(), use_cache=True, cu_seqlens=cu)
+    return book.names
+
+
+@pytest.mark.parametrize("family", ["gla", "gated_deltanet"])
+def test_ccq_adds_at_most_twelve_launches_to_a_packed_prefill(family, monkeypatch):
+    """CCQ's read of a packed prefill is one pass (the norms, the gate, the statistics, the read and the final
+    statistics in one kernel): the composition over chunk slots it replaces added about 290 a layer."""
+    monkeypatch.setattr(trust, "_MODE", "own")
+    skipped = views()
+    base, ccq = layers(family)
+    backbone_names, ccq_names = (prefill_launches(layer, skipped) for layer in (base, ccq))
+    added = len(ccq_names) - len(backbone_names)
+    assert ccq_names.count("_ccq_fused_chunk_kernel") == 1, ccq_names
+    assert 1 <= added <= MOST_ADDED_TO_PREFILL, (added, ccq_names, backbone_names)

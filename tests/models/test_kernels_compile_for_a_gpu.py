@@ -1,4 +1,4 @@
-"""ccq-eval's own Triton kernels (the in-place decoding steps and CCQ's one-kernel step) compiled for a Hopper GPU
+"""ccq-eval's own Triton kernels (the in-place decoding steps, CCQ's one-kernel step and packed read) compiled for a Hopper GPU
 (sm_90, as an H100 or H200 runs them) by the installed Triton, on this machine without one: what the first run on a
 GPU would otherwise be the first to find (a construct only the interpreter accepts, a type Triton's compiler
 refuses). The interpreter tier checks what they compute."""
@@ -14,17 +14,19 @@ from triton.compiler import ASTSource
 
 from ccq_eval.ops.gated_deltanet.fused_recurrent import _gdn_step_kernel
 from ccq_eval.ops.gla.fused_recurrent import _gla_step_kernel
+from ccq_eval.ops.ccq import fused_chunk
+from ccq_eval.ops.ccq.fused_chunk import _ccq_fused_chunk_kernel
 from ccq_eval.ops.ccq.step import _ccq_step_kernel
 
 HOPPER = GPUTarget("cuda", 90, 32)
 
 
-def compiled_ptx(kernel, types: dict[str, str], constants: dict) -> str:
+def compiled_ptx(kernel, types: dict[str, str], constants: dict, **options) -> str:
     names = list(inspect.signature(kernel.fn).parameters)
     signature = {name: "constexpr" if name in constants else types[name] for name in names}
     source = ASTSource(fn=kernel, signature=signature,
                        constexprs={(names.index(name),): value for name, value in constants.items()})
-    return triton.compile(source, target=HOPPER).asm["ptx"]
+    return triton.compile(source, target=HOPPER, options=options).asm["ptx"]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
@@ -54,3 +56,20 @@ def test_the_ccq_step_compiles(trace, norm, lam):
                                               count_out="*i64", eps="fp32", norm_eps="fp32"),
                        dict(H=4, D=256, BD=256, BR=16, TRACE=trace, NORM=norm, LAM=lam))
     assert ".entry _ccq_step_kernel" in ptx
+
+
+PACKED_TYPES = dict(q="*bf16", k="*bf16", lam="*fp32", gate_w="*fp32", gate_b="*fp32", fixed_lam="fp32",
+                    cu_seqlens="*i32", count="*i64", mean="*fp32", cov="*fp32", q_out="*bf16", k_out="*bf16",
+                    count_out="*i64", mean_out="*fp32", cov_out="*fp32", eps="fp32", norm_eps="fp32")
+
+
+@pytest.mark.parametrize("D,state,final,trace,norm,lam", [(256, False, True, False, False, 1),
+                                                          (256, True, True, True, False, 0),
+                                                          (128, True, True, False, True, 1),
+                                                          (128, False, False, True, True, 2)],
+                         ids=["gla-gate", "gla-given-carried-trace", "gdn-gate-carried", "gdn-fixed-trace-no-final"])
+def test_the_ccq_packed_read_compiles(D, state, final, trace, norm, lam):
+    ptx = compiled_ptx(_ccq_fused_chunk_kernel, PACKED_TYPES,
+                       dict(H=4, D=D, BD=D, BV=fused_chunk.BV, BT=fused_chunk.BT, CENTRE=64, HAS_STATE=state,
+                            FINAL=final, TRACE=trace, NORM=norm, LAM=lam), num_warps=fused_chunk.NUM_WARPS)
+    assert ".entry _ccq_fused_chunk_kernel" in ptx

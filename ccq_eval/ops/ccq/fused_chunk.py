@@ -25,8 +25,10 @@ from ccq_eval.ops.ccq.state import TRACE_EPS, CCQState, ReadGate, check_sigma_sc
 from ccq_eval.ops.ccq.step import L2NORM_EPS, lam_arguments, normalized
 from ccq_eval.ops.in_place import runs_triton
 
-BT = 32  # tokens a chunk: the [BT, D] tiles of q and k and the [D, BV] state stay in registers at D = 256
-BV = 32  # output columns a program: D / BV programs a head (8 at GLA-1.3B's d_k 256, 4 at Gated DeltaNet's 128)
+# tokens a chunk, output columns a program (D / BV programs a head: 8 at GLA-1.3B's d_k 256, 4 at Gated DeltaNet's
+# 128) and warps: the [BT, D] tiles of q and k and the [D, BV] state fit a program's registers best of the shapes
+# compiled for sm_90 (ptxas: 128 registers and 3.2 KB of spills a thread at D = 256; 4 warps spill 18 KB)
+BT, BV, NUM_WARPS = 16, 32, 8
 
 
 @triton.jit
@@ -65,15 +67,19 @@ def _ccq_fused_chunk_kernel(q, k, lam, gate_w, gate_b, fixed_lam, cu_seqlens, co
     o_v = i_v * BV + tl.arange(0, BV)
     m_d, m_v = o_d < D, o_v < D
     dtype = q_out.dtype.element_ty
-    # the selection [BD, BV] that picks this program's columns out of a whole row: exact (ones and zeros)
-    pick = (o_d[:, None] == o_v[None, :]).to(tl.float32)
-
-    # the centre: the carried mean where keys were seen, else the mean of the first CENTRE keys (normalised first)
+    # the centre: the carried mean where keys were seen, else the mean of the first CENTRE keys (normalised first),
+    # the whole row's and this program's columns'
     first_sum = tl.zeros([BD], dtype=tl.float32)
+    first_sum_v = tl.zeros([BV], dtype=tl.float32)
     for start in range(0, CENTRE, BT):
-        b_k = _rows(k, bos + start, o_t, tl.minimum(length, CENTRE) - start, i_h, H, D, o_d, m_d)
-        first_sum += tl.sum(_scaled(b_k, _row_scale(b_k, norm_eps), NORM, dtype), axis=0)
-    centre = first_sum / tl.maximum(tl.minimum(length, CENTRE), 1).to(tl.float32)
+        left = tl.minimum(length, CENTRE) - start
+        b_k = _rows(k, bos + start, o_t, left, i_h, H, D, o_d, m_d)
+        k_scale = _row_scale(b_k, norm_eps)
+        first_sum += tl.sum(_scaled(b_k, k_scale, NORM, dtype), axis=0)
+        first_sum_v += tl.sum(_scaled(_rows(k, bos + start, o_t, left, i_h, H, D, o_v, m_v), k_scale, NORM, dtype),
+                              axis=0)
+    first_count = tl.maximum(tl.minimum(length, CENTRE), 1).to(tl.float32)
+    centre, centre_v = first_sum / first_count, first_sum_v / first_count
     b_P = tl.zeros([BD, BV], dtype=tl.float32)  # n0 (Sigma + 0): the carried moment about the carried mean
     sq_carry = tl.zeros([1], dtype=tl.float64)
     n0_int = tl.zeros([1], dtype=tl.int64).sum()
@@ -81,12 +87,12 @@ def _ccq_fused_chunk_kernel(q, k, lam, gate_w, gate_b, fixed_lam, cu_seqlens, co
         n0_int = tl.load(count + i_n)
         carried = tl.load(mean + i_nh * D + o_d, mask=m_d, other=0)
         centre = tl.where(n0_int > 0, carried, centre)
+        centre_v = tl.where(n0_int > 0, tl.load(mean + i_nh * D + o_v, mask=m_v, other=0), centre_v)
         p_cov = cov + i_nh * D * D + o_d[:, None] * D + o_v[None, :]
         b_P = n0_int.to(tl.float32) * tl.load(p_cov, mask=m_d[:, None] & m_v[None, :], other=0)
         diagonal = n0_int.to(tl.float32) * tl.load(cov + i_nh * D * D + o_d * (D + 1), mask=m_d, other=0)
         sq_carry += tl.sum(diagonal).to(tl.float64)
     n0 = n0_int.to(tl.float32)
-    centre_v = tl.sum(centre[:, None] * pick, axis=0)
     key_sum = tl.zeros([BD], dtype=tl.float32)
     key_sum_v = tl.zeros([BV], dtype=tl.float32)
     if LAM == 1:
@@ -172,7 +178,8 @@ def fused_read(q, k, lam, state, chunk_size: int, cu_seqlens: torch.Tensor, trac
     _ccq_fused_chunk_kernel[(triton.cdiv(D, bv), N * H)](
         q.contiguous(), k.contiguous(), lam_t, weight, bias, fixed, cu_seqlens, count, mean, cov, q_out, k_out,
         count_out, mean_out, cov_out, eps, L2NORM_EPS, H=H, D=D, BD=BD, BV=bv, BT=BT, CENTRE=chunk_size,
-        HAS_STATE=state is not None, FINAL=output_final_state, TRACE=trace_scale, NORM=normalize, LAM=mode)
+        HAS_STATE=state is not None, FINAL=output_final_state, TRACE=trace_scale, NORM=normalize, LAM=mode,
+        num_warps=NUM_WARPS)
     final = (count_out, mean_out, cov_out) if output_final_state else None
     return q_out, k_out, final
 
