@@ -130,7 +130,9 @@ class OpLedger(TorchDispatchMode):
         row["h200"] += price(kernel, flops, nbytes)
         row["h200_graph"] += max(price(kernel, flops, nbytes), LAUNCH_FLOOR["graph"])  # replayed in a CUDA graph
 
-    def inside(self, name: str, function):
+    def inside(self, name: str, function, flops_of=None):
+        """``function`` counted as one kernel: its ops' FLOPs summed, or ``flops_of(*args, **kwargs)`` where the
+        kernel's own work differs from its stand-in's (a fused pass priced by what it computes)."""
         def scoped(*args, **kwargs):
             if self.fla_flops is not None:  # nested in another fla function: part of that kernel
                 return function(*args, **kwargs)
@@ -139,8 +141,10 @@ class OpLedger(TorchDispatchMode):
                 out = function(*args, **kwargs)
             finally:
                 flops, self.fla_flops = self.fla_flops, None
-            self.add(f"fla Triton kernel ({name})", flops, tensor_bytes(args, kwargs, out),
-                     time.perf_counter() - start)
+            if flops_of is not None:
+                flops = flops_of(*args, **kwargs)
+            label = name if name.startswith("ccq-eval") else f"fla Triton kernel ({name})"
+            self.add(label, flops, tensor_bytes(args, kwargs, out), time.perf_counter() - start)
             return out
         return scoped
 
@@ -214,9 +218,9 @@ def gpu_forms(fp32_mode: str):
         chunk.entering_states, fp32_matmul.MODE, packed.packed_block_tokens = entering, mode, block
 
 
-def ledger(layer, x, fp32_mode: str = "ieee", cu_seqlens=None) -> dict:
+def ledger(layer, x, fp32_mode: str = "ieee", cu_seqlens=None, ccq_read_form: str = "fused") -> dict:
     book = OpLedger()
-    with torch.no_grad(), gpu_forms(fp32_mode), fla_functions_scoped(book), book:
+    with torch.no_grad(), gpu_forms(fp32_mode), ccq_read_as(book, ccq_read_form), fla_functions_scoped(book), book:
         layer(x, cu_seqlens=cu_seqlens) if cu_seqlens is not None else layer(x)
     return dict(book.rows)
 
@@ -227,12 +231,14 @@ def packed(batch: int, length: int, device: str) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def engine_kernels(book: OpLedger, family: str, ccq_step: str = "fused"):
-    """What the engine's fixed slots run on a GPU, each counted as the one kernel it is there: the family's in-place
-    decoding step and CCQ's step. ``ccq_step``: "fused", the layer's whole step in one kernel (the gate, Gated
-    DeltaNet's L2 norms and the count folded in: ``contract_read_step``); "separate", the step as it was before
+def engine_kernels(book: OpLedger, family: str, ccq_step: str = "fused", ccq_read_form: str = "fused"):
+    """What the engine runs on a GPU, each counted as the one kernel it is there: the family's in-place decoding
+    step, CCQ's step and CCQ's packed read. ``ccq_step``: "fused", the layer's whole step in one kernel (the gate,
+    Gated DeltaNet's L2 norms and the count folded in: ``contract_read_step``); "separate", the step as it was before
     that, Welford's kernel alone with the norms and the gate launched around it as torch ops (priced beside it in
-    one run). A checkout without them runs fla's step and CCQ's torch ops."""
+    one run). ``ccq_read_form``: "fused", the packed read as one pass (``contract_read``); "composed", as it was
+    before, the torch composition over chunk slots, op by op. A checkout without them runs fla's step and CCQ's
+    torch ops."""
     try:
         from ccq_eval.families import backbone
         from ccq_eval.models import ccq_read
@@ -261,10 +267,45 @@ def engine_kernels(book: OpLedger, family: str, ccq_step: str = "fused"):
     original = getattr(ccq_read, name)
     setattr(ccq_read, name, replacement)
     try:
-        with routes_written_in_place(backbone(family).in_place_steps):
+        with routes_written_in_place(backbone(family).in_place_steps), ccq_read_as(book, ccq_read_form):
             yield
     finally:
         setattr(ccq_read, name, original)
+
+
+@contextlib.contextmanager
+def ccq_read_as(book: OpLedger, form: str):
+    """CCQ's packed read "fused" (one pass, as a GPU runs it: ``fused_read_priced``) or "composed" (the torch
+    composition it replaced, op by op); a checkout without the pass has only the composition."""
+    from ccq_eval.models import ccq_read
+
+    original = getattr(ccq_read, "contract_read", None)
+    if original is None or form == "composed":
+        yield
+        return
+    ccq_read.contract_read = fused_read_priced(book)
+    try:
+        yield
+    finally:
+        ccq_read.contract_read = original
+
+
+def fused_read_priced(book: OpLedger):
+    """CCQ's packed read as the one Triton pass a GPU runs (ops/ccq/fused_chunk.py): its torch form computes the
+    result here, counted as one kernel whose work is the pass's own (its dots in IEEE fp32 on CUDA cores) and whose
+    bytes are its tensors in and out."""
+    from ccq_eval.ops.ccq.fused_chunk import fused_read_flops, reference_read
+
+    def composed(q, k, lam, state, output_final_state, chunk_size=64, cu_seqlens=None, sigma_scale="none",
+                 normalize=False, read_dtype=None):
+        return reference_read(q, k, lam, state, output_final_state, chunk_size, cu_seqlens, sigma_scale, normalize,
+                              read_dtype or q.dtype)
+
+    def flops(q, *args, **kwargs):
+        B, T, H, D = q.shape
+        return fused_read_flops(B * T, H, D)
+
+    return book.inside("ccq-eval Triton kernel (CCQ packed read, IEEE fp32 dots)", composed, flops)
 
 
 def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype,
@@ -314,19 +355,28 @@ def read_inputs(ccq, x, cu_seqlens) -> tuple:
     """The (q, k, lam) the CCQ layer hands its read, caught in one packed forward."""
     from ccq_eval.models import ccq_read
 
-    caught, original = [], ccq_read.contract_query
-    ccq_read.contract_query = lambda q, k, lam, **kw: (caught.append((q, k, lam)), original(q, k, lam, **kw))[1]
+    from ccq_eval.ops.ccq.step import normalized
+
+    caught, original = [], ccq_read.contract_read
+
+    def catching(q, k, gate, *args, **kw):
+        if kw.get("normalize"):
+            q, k = normalized(q, k, kw.get("read_dtype") or q.dtype)
+        caught.append((q, k, gate.lam(q)))
+        return original(q, k, gate, *args, **kw)
+
+    ccq_read.contract_read = catching
     try:
         with torch.no_grad():
             ccq(x, cu_seqlens=cu_seqlens)
     finally:
-        ccq_read.contract_query = original
+        ccq_read.contract_read = original
     return caught[0]
 
 
 def read_profile(ccq, x, cu_seqlens, top: int) -> list[tuple[str, int, float]]:
-    """torch.profiler over CCQ's packed read alone, in the GPU's forms: (op, calls, self CPU ms), the costliest
-    first."""
+    """torch.profiler over CCQ's packed read composed of torch ops (the one pass's reference), in the GPU's forms:
+    (op, calls, self CPU ms), the costliest first."""
     from torch.profiler import ProfilerActivity, profile
 
     from ccq_eval.ops.ccq import contract_query
@@ -350,11 +400,14 @@ def report(family: str, batch: int, length: int, decode_batch: int, device: str,
     with torch.no_grad():
         base(x, cu_seqlens=cu), ccq(x, cu_seqlens=cu)  # warm-up
     print(f"\n## {family}: one layer, {batch} x {length} tokens, {dtype}")
-    print("\ntorch.profiler over CCQ's packed read alone (contract_query), self CPU ms here:")
+    print("\ntorch.profiler over CCQ's packed read composed of torch ops (the one pass's reference), self CPU ms here:")
     for op, calls, ms in read_profile(ccq, x, cu, top):
         print(f"  {op:28s} {calls:5d} calls {ms:9.1f}")
-    print(f"\nprefill, {batch} x {length}, packed into one row:")
-    print_books({"backbone": ledger(base, x, cu_seqlens=cu), "CCQ": ledger(ccq, x, cu_seqlens=cu)})
+    print(f"\nprefill, {batch} x {length}, packed into one row (CCQ before: its read composed of torch ops; CCQ: "
+          f"one pass):")
+    print_books({"backbone": ledger(base, x, cu_seqlens=cu),
+                 "CCQ before": ledger(ccq, x, cu_seqlens=cu, ccq_read_form="composed"),
+                 "CCQ": ledger(ccq, x, cu_seqlens=cu)})
     hidden = SHAPES[family]["hidden"]
     print(f"\none decoding step, {decode_batch} rows, as the engine's fixed slots run it:")
     steps = {name: step_ledger(layer, family, decode_batch, hidden, device, dtype, form)

@@ -51,13 +51,13 @@ def build(model_type: str, shape: dict, layers: int, dtype: torch.dtype):
 
 
 @contextlib.contextmanager
-def ledgered(book: OpLedger, family: str, ccq_step: str = "fused"):
+def ledgered(book: OpLedger, family: str, ccq_step: str = "fused", ccq_read: str = "fused"):
     """The model as a GPU runs it, every op in ``book``: fla's functions as one kernel each, the engine's kernels,
     the own kernels trusted unchecked (their first-use check is not part of a step)."""
     from ccq_eval.ops import trust
 
     book.skip_matmuls = True
-    with trust.forced("own"), torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family, ccq_step), \
+    with trust.forced("own"), torch.no_grad(), gpu_forms("ieee"), engine_kernels(book, family, ccq_step, ccq_read), \
             fla_functions_scoped(book), book:
         yield
 
@@ -66,13 +66,14 @@ def totals(book: OpLedger) -> dict:
     return {field: sum(row[field] for row in book.rows.values()) for field in FIELDS}
 
 
-def prefill_book(model, family: str, batch: int, length: int) -> dict:
-    """The engine's packed prefill and its first pick."""
+def prefill_book(model, family: str, batch: int, length: int, ccq_read: str = "fused") -> dict:
+    """The engine's packed prefill and its first pick; CCQ's read ``ccq_read``: "fused" (one pass) or "composed"
+    (as before it, torch ops over chunk slots)."""
     from ccq_eval.generation.layouts import layout_for
 
     layout, book = layout_for(model), OpLedger()
     prompts = [tuple((t * 7 + row) % 200 + 1 for t in range(length)) for row in range(batch)]
-    with ledgered(book, family):
+    with ledgered(book, family, ccq_read=ccq_read):
         _, logits = layout.prefill(prompts)
         logits.argmax(-1)
     return totals(book)
@@ -120,8 +121,9 @@ def price_family(name: str, model_type: str, shape: dict, batch: int, length: in
         model = build(model_type, shape, count, dtype)
         step, floor = step_book(model, name, rows)
         books[count] = (prefill_book(model, name, batch, length), step, floor)
-        if model_type.startswith("ccq_"):  # CCQ's step as it was: the gate and norms around Welford's kernel
-            before[count] = step_book(model, name, rows, "separate")[0]
+        if model_type.startswith("ccq_"):  # CCQ as it was: the gate and norms around Welford's kernel; the read
+            before[count] = (step_book(model, name, rows, "separate")[0],  # composed of torch ops
+                             prefill_book(model, name, batch, length, "composed"))
         del model
     block_prefill, model_prefill = whole(books[1][0], books[2][0], layers)
     block_step, model_step = whole(books[1][1], books[2][1], layers)
@@ -131,9 +133,12 @@ def price_family(name: str, model_type: str, shape: dict, batch: int, length: in
     prefill_s = prefill_seconds(model_prefill)
     earlier = {}
     if before:
-        _, model_before = whole(before[1], before[2], layers)
+        _, model_before = whole(before[1][0], before[2][0], layers)
+        _, prefill_before = whole(before[1][1], before[2][1], layers)
         earlier = {"before_ms_per_step": 1e3 * model_before["h200_graph"], "before_step_launches": model_before["ops"],
-                   "before_mbu": floor / H200["bytes"] / model_before["h200_graph"]}
+                   "before_mbu": floor / H200["bytes"] / model_before["h200_graph"],
+                   "before_prefill_ms": 1e3 * prefill_seconds(prefill_before),
+                   "before_prefill_launches": prefill_before["ops"]}
     return {**earlier, "layer_prefill_ms": 1e3 * prefill_seconds(block_prefill), "layer_step_ms": 1e3 * block_step["h200_graph"],
             "prefill_ms": 1e3 * prefill_s, "prefill_tokens_per_s": batch * length / prefill_s,
             "prefill_launches": model_prefill["ops"], "host_bound": model_prefill["ops"] * LAUNCH_FLOOR["eager"]
@@ -158,6 +163,9 @@ def report(family: str, batch: int, length: int, rows: int, dtype: torch.dtype, 
         print(f"  {'ccq_' + family:22s} step before (the gate and norms around Welford's kernel): "
               f"{ccq['before_ms_per_step']:.3f} ms, {ccq['before_step_launches']} launches, MBU "
               f"{ccq['before_mbu']:.2f}, decode rate ratio {base['ms_per_step'] / ccq['before_ms_per_step']:.2f}")
+        print(f"  {'ccq_' + family:22s} prefill before (its read composed of torch ops): "
+              f"{ccq['before_prefill_ms']:.2f} ms, {ccq['before_prefill_launches']} launches, prefill rate ratio "
+              f"{base['prefill_ms'] / ccq['before_prefill_ms']:.2f}")
     ratios = {"layer_prefill_time_ratio": ccq["layer_prefill_ms"] / base["layer_prefill_ms"],
               "layer_step_time_ratio": ccq["layer_step_ms"] / base["layer_step_ms"],
               "prefill_rate_ratio": ccq["prefill_tokens_per_s"] / base["prefill_tokens_per_s"],
