@@ -3,11 +3,13 @@
 weights, in bfloat16 (the GPU check's shapes):
 
 - the prefill as the engine runs it: ``--batch`` prompts of ``--length`` tokens packed into one row (cu_seqlens);
+  CCQ's read both ways in one run: before ("CCQ before": composed of torch ops over chunk slots) and now (one pass,
+  ops/ccq/fused_chunk.py, priced by its own FLOPs at the IEEE fp32 rate and its tensors in and out);
 - one decoding step at ``--decode-batch`` rows as the engine's fixed slots run it: the layer's step from the slots'
   buffers, the states written in place where the family's step does it (ops/in_place.py), every other new
   state tensor copied home (the copies a CUDA graph of the step replays); CCQ's step both ways in one run: before
   ("CCQ before": Welford's kernel with the gate and Gated DeltaNet's norms launched around it) and now (one kernel);
-- torch.profiler over CCQ's read alone, by op, self CPU time here.
+- torch.profiler over CCQ's read composed of torch ops (the pass's reference), by op, self CPU time here.
 
 Every aten op is counted with its dtype, FLOPs (torch's flop formulas) and bytes moved (its tensors in and out),
 grouped by the CUDA kernel it becomes on a GPU; a Triton kernel ccq-eval or fla launches counts once, with its own
@@ -294,7 +296,8 @@ def fused_read_priced(book: OpLedger):
     """CCQ's packed read as the one Triton pass a GPU runs (ops/ccq/fused_chunk.py): its torch form computes the
     result here, counted as one kernel whose work is the pass's own (its dots in IEEE fp32 on CUDA cores) and whose
     bytes are its tensors in and out."""
-    from ccq_eval.ops.ccq.fused_chunk import fused_read_flops, reference_read
+    from ccq_eval.ops.ccq.fused_chunk import fused_read_flops
+    from ccq_eval.ops.ccq.read import reference_read
 
     def composed(q, k, lam, state, output_final_state, chunk_size=64, cu_seqlens=None, sigma_scale="none",
                  normalize=False, read_dtype=None):

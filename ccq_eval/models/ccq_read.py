@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from ccq_eval.ops.ccq import SIGMA_SCALES, CCQState
-from ccq_eval.ops.ccq.fused_chunk import contract_read
+from ccq_eval.ops.ccq.read import contract_read
 from ccq_eval.ops.ccq.state import ReadGate
 from ccq_eval.ops.ccq.step import contract_read_step
 

@@ -116,7 +116,7 @@ def ccq_packed_call(model_type: str, batch: int, dtype, device, seed: int = 0) -
     final statistics) over ``batch`` packed sequences, half of them carrying statistics from earlier keys. It writes
     nothing in place: ``state`` is None and its outputs are all compared."""
     from ccq_eval.ops.ccq import contract_query
-    from ccq_eval.ops.ccq.fused_chunk import contract_read, reference_read
+    from ccq_eval.ops.ccq.read import contract_read, reference_read
     from ccq_eval.ops.ccq.state import ReadGate
 
     H, D = CCQ_HEADS[model_type]["H"], CCQ_HEADS[model_type]["D"]

@@ -3,18 +3,22 @@
 blocks) and against the float64 definition (naive.py, per sequence, carried keys as its prefix): empty and one-token
 sequences, sequences shorter than a chunk and spanning several, statistics carried in (one of them a sequence that has
 seen no key), the final statistics; the layer's whole read (the gate or a fixed lam, Gated DeltaNet's L2 norms) in
-one launch; whole sequences (no cu_seqlens) through the same pass; the device checks covering it."""
+one launch; whole sequences (no cu_seqlens) through the same pass; nothing allocated beyond its outputs; the device
+checks covering it."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ccq_eval.ops import trust
 from ccq_eval.ops.ccq import BF16_BOUND, FP32_BOUND, CCQState, contract_query, naive_contract_query
 from ccq_eval.ops.ccq import state as shared
 from ccq_eval.ops.ccq.chunk import torch_contract_query
-from ccq_eval.ops.ccq.fused_chunk import contract_read, reference_read
+from ccq_eval.ops.ccq.read import contract_read, reference_read
 from ccq_eval.ops.ccq.state import ReadGate
 from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.interpreter.patches import count_kernel_launches
@@ -160,3 +164,53 @@ def test_the_device_checks_cover_the_packed_read():
             verdict = checks.check(call)
             difference, in_place = gpu_check()._own_against_reference(call)
             assert verdict.path == "own" and in_place is None and difference < trust.TOLERANCE[torch.bfloat16], verdict
+
+
+class Allocations(TorchDispatchMode):
+    """Bytes of every tensor torch allocates outside Triton's launches (the interpreter's own work inside a launch
+    is the GPU's registers, not memory a GPU would hold)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes, self.ops, self.inside = 0, [], 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not self.inside:
+            self.ops.append(func._overloadpacket.__name__)
+            if func._overloadpacket.__name__ in {"empty", "empty_like", "new_empty", "empty_strided", "zeros"}:
+                self.bytes += out.numel() * out.element_size()
+        return out
+
+    @contextlib.contextmanager
+    def outside_launches(self):
+        from triton.runtime import interpreter
+
+        original = interpreter.InterpretedFunction.run
+
+        def run(fn, *args, **kwargs):
+            self.inside += 1
+            try:
+                return original(fn, *args, **kwargs)
+            finally:
+                self.inside -= 1
+
+        interpreter.InterpretedFunction.run = run
+        try:
+            yield
+        finally:
+            interpreter.InterpretedFunction.run = original
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["gla", "gated-deltanet"])
+def test_the_pass_allocates_its_outputs_alone(normalize, monkeypatch):
+    """Its working set (the chunk state, the tiles) lives on chip: beyond its outputs (q', Gated DeltaNet's
+    normalised k, the final statistics) the read allocates nothing, whatever the length."""
+    monkeypatch.setattr(trust, "_MODE", "own")
+    q, k, _, cu, prefix = packed_inputs(torch.bfloat16)
+    state, N = carried(prefix), len(LENGTHS)
+    book = Allocations()
+    with torch.no_grad(), fla_kernels_on_cpu(), book.outside_launches(), book:
+        contract_read(q, k, ReadGate(fixed=0.5), state, True, 64, cu, "none", normalize, torch.bfloat16)
+    outputs = q.numel() * 2 * (2 if normalize else 1) + N * 8 + N * H * D * 4 + N * H * D * D * 4
+    assert book.bytes == outputs, (book.bytes, outputs, book.ops)

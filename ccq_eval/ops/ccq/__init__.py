@@ -1,6 +1,8 @@
-"""CCQ's operator, one folder as fla keeps an operator: state.py, chunk.py, packed.py, step.py, naive.py."""
+"""CCQ's operator, one folder as fla keeps an operator: state.py, read.py (the entry points), chunk.py, packed.py,
+fused_chunk.py, step.py, naive.py."""
 
-from ccq_eval.ops.ccq.chunk import contract_query, running_key_sums
+from ccq_eval.ops.ccq.chunk import running_key_sums
+from ccq_eval.ops.ccq.read import contract_query
 from ccq_eval.ops.ccq.naive import naive_contract_query
 from ccq_eval.ops.ccq.state import BF16_BOUND, FP32_BOUND, SIGMA_SCALES, TRACE_EPS, CCQState
 from ccq_eval.ops.ccq.step import contract_query_step

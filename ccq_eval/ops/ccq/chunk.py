@@ -1,18 +1,17 @@
 """CCQ's read for whole sequences, chunked: the only non-elementwise term, ``sum_{j<=t} k_j (k_j^T q_t)``, is causal
 linear attention with values = keys and no decay: chunked torch matmuls at fp32 precision (fp32_matmul.py), or
 fla's ``chunk_simple_gla`` kernel for measuring. Long sequences go through in blocks that carry the statistics;
-packed sequences go to packed.py. Where Triton runs, ``contract_query`` takes the one-launch pass (fused_chunk.py)
-once it has agreed with these torch forms, its reference."""
+packed sequences go to packed.py. ``torch_contract_query`` is contract_query (read.py) in these torch forms: the
+one-launch pass's reference (fused_chunk.py), and what runs where Triton does not or gradients are needed."""
 
 from __future__ import annotations
 
 import torch
 
 from ccq_eval.ops import fp32_matmul
-from ccq_eval.ops.ccq import fused_chunk
 from ccq_eval.ops.ccq.packed import contract_packed
 from ccq_eval.ops.ccq import state as shared  # shared.BLOCK_TOKENS read at each call (tests set it)
-from ccq_eval.ops.ccq.state import (CCQState, check_sigma_scale, contracted_read, stat_dtype,
+from ccq_eval.ops.ccq.state import (CCQState, contracted_read, stat_dtype,
                                     statistics)
 
 # How the second moment is computed: "torch" (chunked matmuls at fp32 precision on every device: IEEE on a
@@ -143,41 +142,6 @@ def _contract_dense(q, k, lam, state, chunk_size, sigma_scale, output_final_stat
         mean_T = key_sum[:, -1] / n_T.view(B, 1, 1)
         cov_T = p_T / n_T.view(B, 1, 1, 1) - mean_T.unsqueeze(-1) * mean_T.unsqueeze(-2)
         final = CCQState(count=n_T.round().to(torch.int64), mean=mean_T + centre, cov=cov_T)
-    return q_clean, final
-
-
-def contract_query(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    lam: torch.Tensor,
-    initial_state: CCQState | None = None,
-    output_final_state: bool = False,
-    chunk_size: int = 64,
-    cu_seqlens: torch.LongTensor | None = None,
-    sigma_scale: str = "none",
-) -> tuple[torch.Tensor, CCQState | None]:
-    """Curvature-conditioned queries for whole sequences.
-
-    Args:
-        q, k: ``[B, T, H, D]``, the query and key the backbone reads and writes with.
-        lam: ``[B, T, H]``, the gate lam_t per token and head.
-        initial_state: statistics of the keys before this call (they count as earlier keys).
-        output_final_state: also return the statistics after the last key.
-        chunk_size: chunk length of the parallel form.
-        cu_seqlens: ``[N + 1]`` boundaries of packed sequences (B must be 1); each is independent.
-        sigma_scale: ``'none'`` (paper-literal) or ``'trace'`` (Sigma / (tr Sigma + 1e-6)).
-
-    Returns:
-        ``(q_clean [B, T, H, D] in q.dtype, CCQState with N = B or len(cu_seqlens) - 1, or None)``.
-        Sigma_t includes key t itself (uniform 1/t weighting).
-    """
-    check_sigma_scale(sigma_scale)
-    if q.shape != k.shape or lam.shape != q.shape[:3]:
-        raise ValueError(f"contract_query: q {tuple(q.shape)}, k {tuple(k.shape)} and lam {tuple(lam.shape)} do not fit [B, T, H, D] / [B, T, H]")
-    if cu_seqlens is not None and q.shape[0] != 1:
-        raise ValueError(f"contract_query: with cu_seqlens the batch size must be 1, got {q.shape[0]}")
-    q_clean, _, final = fused_chunk.contract_read(q, k, lam, initial_state, output_final_state, chunk_size,
-                                                  cu_seqlens, sigma_scale)
     return q_clean, final
 
 
