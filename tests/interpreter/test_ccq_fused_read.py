@@ -8,11 +8,8 @@ checks covering it."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ccq_eval.ops import trust
 from ccq_eval.ops.ccq import BF16_BOUND, FP32_BOUND, CCQState, contract_query, naive_contract_query
@@ -22,6 +19,8 @@ from ccq_eval.ops.ccq.read import contract_read, reference_read
 from ccq_eval.ops.ccq.state import ReadGate
 from ccq_eval.ops.cpu_forms import fla_kernels_on_cpu
 from tests.interpreter.patches import count_kernel_launches
+from tests.interpreter.test_ccq_launches import Launches
+from tests.interpreter.test_ccq_step_kernel import device_checks
 from tests.interpreter.test_kernels import rel
 from tests.kernel_verdicts import fresh_verdicts  # noqa: F401 - autouse
 
@@ -153,53 +152,27 @@ def test_the_first_use_check_trusts_the_sound_pass():
 def test_the_device_checks_cover_the_packed_read():
     """`ccq-eval env` and benchmarks/gpu_check.py check CCQ's packed read as the models' prefill calls it (GLA: the
     gate; Gated DeltaNet: the gate and the L2 norms) against its torch form, at the 1.3B heads: trusted, every output
-    within tolerance."""
-    from ccq_eval.ops import checks
-    from tests.test_gpu_benchmark import gpu_check
-
-    with fla_kernels_on_cpu():
-        found = [call for call in checks.calls(2, torch.bfloat16, "cpu") if call.kernel == "CCQ packed read"]
-        assert [call.family for call in found] == ["ccq_gla", "ccq_gated_deltanet"]
-        for call in found:
-            verdict = checks.check(call)
-            difference, in_place = gpu_check()._own_against_reference(call)
-            assert verdict.path == "own" and in_place is None and difference < trust.TOLERANCE[torch.bfloat16], verdict
+    within tolerance, nothing in place to check."""
+    found = device_checks("CCQ packed read")
+    assert [family for family, *_ in found] == ["ccq_gla", "ccq_gated_deltanet"]
+    for _, verdict, difference, in_place in found:
+        assert verdict.path == "own" and in_place is None and difference < trust.TOLERANCE[torch.bfloat16], verdict
 
 
-class Allocations(TorchDispatchMode):
+class Allocations(Launches):
     """Bytes of every tensor torch allocates outside Triton's launches (the interpreter's own work inside a launch
     is the GPU's registers, not memory a GPU would hold)."""
 
     def __init__(self):
-        super().__init__()
-        self.bytes, self.ops, self.inside = 0, [], 0
+        super().__init__(skipped=set())
+        self.bytes = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if not self.inside:
-            self.ops.append(func._overloadpacket.__name__)
-            if func._overloadpacket.__name__ in {"empty", "empty_like", "new_empty", "empty_strided", "zeros"}:
-                self.bytes += out.numel() * out.element_size()
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if not self.inside and func._overloadpacket.__name__ in {"empty", "empty_like", "new_empty", "empty_strided",
+                                                                 "zeros"}:
+            self.bytes += out.numel() * out.element_size()
         return out
-
-    @contextlib.contextmanager
-    def outside_launches(self):
-        from triton.runtime import interpreter
-
-        original = interpreter.InterpretedFunction.run
-
-        def run(fn, *args, **kwargs):
-            self.inside += 1
-            try:
-                return original(fn, *args, **kwargs)
-            finally:
-                self.inside -= 1
-
-        interpreter.InterpretedFunction.run = run
-        try:
-            yield
-        finally:
-            interpreter.InterpretedFunction.run = original
 
 
 @pytest.mark.parametrize("normalize", [False, True], ids=["gla", "gated-deltanet"])
@@ -210,7 +183,7 @@ def test_the_pass_allocates_its_outputs_alone(normalize, monkeypatch):
     q, k, _, cu, prefix = packed_inputs(torch.bfloat16)
     state, N = carried(prefix), len(LENGTHS)
     book = Allocations()
-    with torch.no_grad(), fla_kernels_on_cpu(), book.outside_launches(), book:
+    with torch.no_grad(), fla_kernels_on_cpu(), book.triton_kernels(), book:
         contract_read(q, k, ReadGate(fixed=0.5), state, True, 64, cu, "none", normalize, torch.bfloat16)
     outputs = q.numel() * 2 * (2 if normalize else 1) + N * 8 + N * H * D * 4 + N * H * D * D * 4
-    assert book.bytes == outputs, (book.bytes, outputs, book.ops)
+    assert book.bytes == outputs, (book.bytes, outputs, book.names)

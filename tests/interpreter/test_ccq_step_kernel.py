@@ -82,17 +82,26 @@ def test_the_layers_whole_step_is_one_launch_equal_to_its_torch_form(normalize, 
         assert rel(kernel_state.mean, torch_state.mean) < 1e-4 and rel(kernel_state.cov, torch_state.cov) < 1e-4
 
 
+def device_checks(kernel: str) -> list[tuple]:
+    """What `ccq-eval env` and benchmarks/gpu_check.py find for ``kernel`` at the 1.3B heads, in bfloat16, family by
+    family: (family, verdict, largest difference from its reference, written in place)."""
+    from ccq_eval.ops import checks
+    from tests.test_gpu_benchmark import gpu_check
+
+    found = []
+    with fla_kernels_on_cpu():
+        for call in checks.calls(2, torch.bfloat16, "cpu"):
+            if call.kernel == kernel:
+                verdict = checks.check(call)
+                found.append((call.family, verdict, *gpu_check()._own_against_reference(call)))
+    return found
+
+
 def test_the_device_checks_cover_the_layers_whole_step():
     """`ccq-eval env` and benchmarks/gpu_check.py check CCQ's step as the models call it (GLA: the gate; Gated
     DeltaNet: the gate and the L2 norms) against its torch form, at the 1.3B heads: trusted, in place, within
     tolerance."""
-    from ccq_eval.ops import checks
-    from tests.test_gpu_benchmark import gpu_check
-
-    with fla_kernels_on_cpu():
-        found = [call for call in checks.calls(2, torch.bfloat16, "cpu") if call.kernel == "CCQ step"]
-        assert [call.family for call in found] == ["ccq_gla", "ccq_gated_deltanet"]
-        for call in found:
-            verdict = checks.check(call)
-            difference, in_place = gpu_check()._own_against_reference(call)
-            assert verdict.path == "own" and in_place and difference < trust.TOLERANCE[torch.bfloat16], verdict
+    found = device_checks("CCQ step")
+    assert [family for family, *_ in found] == ["ccq_gla", "ccq_gated_deltanet"]
+    for _, verdict, difference, in_place in found:
+        assert verdict.path == "own" and in_place and difference < trust.TOLERANCE[torch.bfloat16], verdict
