@@ -23,8 +23,13 @@ def innermost_ccq_eval_frame(stack: str) -> str | None:
 
 
 def prefill_reads(model) -> list[str]:
-    with torch.no_grad(), host_reads() as found:
-        layout_for(model).prefill([(1, 2, 3, 4, 5), (6, 7), (8, 9, 10, 11)])
+    """The host reads of a packed prefill of three prompts, after one like it: the first apart, as an own kernel's
+    first-use check (ops/trust.py) reads its verdict back once a process (the run's warm-up meets it)."""
+    prompts = [(1, 2, 3, 4, 5), (6, 7), (8, 9, 10, 11)]
+    with torch.no_grad():
+        layout_for(model).prefill(prompts)
+        with host_reads() as found:
+            layout_for(model).prefill(prompts)
     return found
 
 
