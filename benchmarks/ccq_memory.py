@@ -7,7 +7,8 @@ as the engine packs a prefill; side by side in one run:
   k's own size, at twice and four times the batch, and its growth per token (what it adds at any length: the contracted queries, in q's
   dtype) beside its fixed part (one block's working set: the slots' D x D statistics);
 - both priced at 64 x 32K, the backbone's peak scaled per token from the CPU layer (an estimate: fla's GPU kernels
-  keep other temporaries than the CPU backend's forms).
+  keep other temporaries than the CPU backend's forms), and beside them the one pass a GPU runs without gradients,
+  which allocates its outputs alone.
 
 The target: CCQ's peak at most the backbone's, plus its statistics, plus 10 %.
 
@@ -88,6 +89,11 @@ def report(family: str, batch: int, length: int) -> None:
     added = per_token * tokens + fixed + statistics_bytes(ccq, PRICED[0])
     print(f"  priced at {PRICED[0]} x {PRICED[1] // 1024}K (estimate): backbone peak {backbone_priced / 1e9:.0f} GB "
           f"(this CPU's forms, per token), CCQ's read adds {added / 1e9:.1f} GB = {100 * added / backbone_priced:.1f} %")
+    # the one pass a GPU runs (ops/ccq/fused_chunk.py) allocates its outputs alone (counted under the interpreter in
+    # tests/interpreter/test_ccq_fused_read.py): q' in q's dtype, Gated DeltaNet's normalised k, the statistics
+    outputs = (1 + (family == "gated_deltanet")) * k1 / t1 * tokens + statistics_bytes(ccq, PRICED[0])
+    print(f"  the one pass (a GPU's path without gradients) adds its outputs alone: {outputs / 1e9:.1f} GB = "
+          f"{100 * outputs / backbone_priced:.1f} % at {PRICED[0]} x {PRICED[1] // 1024}K")
 
 
 def main() -> int:
