@@ -3,8 +3,8 @@
 blocks) and against the float64 definition (naive.py, per sequence, carried keys as its prefix): empty and one-token
 sequences, sequences shorter than a chunk and spanning several, statistics carried in (one of them a sequence that has
 seen no key), the final statistics; the layer's whole read (the gate or a fixed lam, Gated DeltaNet's L2 norms) in
-one launch; whole sequences (no cu_seqlens) through the same pass; nothing allocated beyond its outputs; the device
-checks covering it."""
+one launch; whole sequences (no cu_seqlens) through the same pass; gradients through the torch forms (a float64
+gradcheck of the layer's entry); nothing allocated beyond its outputs; the device checks covering it."""
 
 from __future__ import annotations
 
@@ -138,6 +138,24 @@ def test_gradients_take_the_torch_forms():
     with fla_kernels_on_cpu(), count_kernel_launches() as launches:
         got, _ = contract_query(q, k, lam, None, False, 64, cu)
     assert launches == [] and got.requires_grad
+
+
+def test_a_layers_read_passes_a_float64_gradcheck_where_triton_runs():
+    """The entry a layer trains through (the gate, Gated DeltaNet's norms, packed sequences) where fla's kernels run:
+    its gradients are the torch forms', checked against finite differences in float64."""
+    g = torch.Generator().manual_seed(4)
+    cu = torch.tensor([0, 3, 3, 9], dtype=torch.int32)
+    q, k = (torch.randn(1, 9, 1, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    weight = torch.randn(1, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(1, generator=g, dtype=torch.float64, requires_grad=True)
+
+    def read(q, k, weight, bias):
+        q_clean, k_read, state = contract_read(q, k, ReadGate(weight, bias), None, True, 2, cu, "trace", True,
+                                               torch.float64)
+        return q_clean, k_read, state.cov
+
+    with fla_kernels_on_cpu():
+        assert torch.autograd.gradcheck(read, (q, k, weight, bias))
 
 
 def test_the_first_use_check_trusts_the_sound_pass():
