@@ -4,7 +4,8 @@ weights, in bfloat16 (the GPU check's shapes):
 
 - the prefill as the engine runs it: ``--batch`` prompts of ``--length`` tokens packed into one row (cu_seqlens);
   CCQ's read both ways in one run: before ("CCQ before": composed of torch ops over chunk slots) and now (one pass,
-  ops/ccq/fused_chunk.py, priced by its own FLOPs at the IEEE fp32 rate and its tensors in and out);
+  ops/ccq/fused_chunk.py, priced by its own work, three TF32 products a dot on the tensor cores, and its tensors in
+  and out);
 - one decoding step at ``--decode-batch`` rows as the engine's fixed slots run it: the layer's step from the slots'
   buffers, the states written in place where the family's step does it (ops/in_place.py), every other new
   state tensor copied home (the copies a CUDA graph of the step replays); CCQ's step both ways in one run: before
@@ -294,9 +295,9 @@ def ccq_read_as(book: OpLedger, form: str):
 
 def fused_read_priced(book: OpLedger):
     """CCQ's packed read as the one Triton pass a GPU runs (ops/ccq/fused_chunk.py): its torch form computes the
-    result here, counted as one kernel whose work is the pass's own (its dots in IEEE fp32 on CUDA cores) and whose
-    bytes are its tensors in and out."""
-    from ccq_eval.ops.ccq.fused_chunk import fused_read_flops
+    result here, counted as one kernel whose work is the pass's own (each dot three TF32 products on the tensor
+    cores, fused_chunk.DOT) and whose bytes are its tensors in and out."""
+    from ccq_eval.ops.ccq.fused_chunk import DOT, fused_read_flops
     from ccq_eval.ops.ccq.read import reference_read
 
     def composed(q, k, lam, state, output_final_state, chunk_size=64, cu_seqlens=None, sigma_scale="none",
@@ -306,9 +307,10 @@ def fused_read_priced(book: OpLedger):
 
     def flops(q, *args, **kwargs):
         B, T, H, D = q.shape
-        return fused_read_flops(B * T, H, D)
+        return fused_read_flops(B * T, H, D) * (3 if DOT.value == "tf32x3" else 1)
 
-    return book.inside("ccq-eval Triton kernel (CCQ packed read, IEEE fp32 dots)", composed, flops)
+    rate = {"tf32x3": "3xTF32 dots", "tf32": "TF32 dots", "ieee": "IEEE fp32 dots"}[DOT.value]
+    return book.inside(f"ccq-eval Triton kernel (CCQ packed read, {rate})", composed, flops)
 
 
 def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype,

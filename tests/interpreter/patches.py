@@ -1,4 +1,4 @@
-"""Four process-local patches that let Triton's interpreter (TRITON_INTERPRET=1) run fla 0.6's real
+"""Five process-local patches that let Triton's interpreter (TRITON_INTERPRET=1) run fla 0.6's real
 kernels (and ccq-eval's own) on CPU tensors as a GPU runs them. Applied by this folder's conftest before fla is imported; nothing outside the
 interpreter tier's process sees them.
 
@@ -14,6 +14,9 @@ interpreter tier's process sees them.
    a GPU's ``cvt.rn.bf16.f32`` and torch do: the interpreter truncates toward zero, which puts a kernel that rounds
    an intermediate to bfloat16 (CCQ's step: Gated DeltaNet's normalised q and k) a unit of the last place from
    its torch form in about half the elements.
+5. A ``tl.dot`` asked for ``input_precision="tf32x3"`` (CCQ's packed read) multiplies as a GPU's tensor cores do
+   (three TF32 products of each operand's TF32 part and the rest): the interpreter otherwise ignores the precision
+   and multiplies in full fp32, hiding what the device's arithmetic does.
 """
 
 from __future__ import annotations
@@ -66,6 +69,38 @@ def apply() -> None:
         builder.cast_impl = cast_impl
         builder.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
         builder._ccq_rounding = True
+
+    if not getattr(builder, "_ccq_tf32x3", False):
+        builder.create_dot = three_tf32_products(builder.create_dot)
+        builder._ccq_tf32x3 = True
+
+
+def three_tf32_products(original):
+    """``original`` (the interpreter's ``create_dot``) with ``input_precision="tf32x3"`` dots computed as Triton lowers them for NVIDIA GPUs: each
+    fp32 operand split into a TF32 part rounded to nearest (``cvt.rna.tf32.f32``) and the rest, which the tensor core
+    truncates to TF32; ``small_a big_b + big_a small_b + big_a big_b`` accumulated in fp32 in that order. Other
+    precisions are left as they were."""
+    import numpy as np
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter
+
+    def rounded(x):
+        return ((x.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+    def truncated(x):
+        return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if input_precision != ir.INPUT_PRECISION.TF32x3 or a.data.dtype != np.float32 or b.data.dtype != np.float32:
+            return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+        big_a, big_b = rounded(a.data), rounded(b.data)
+        small_a, small_b = truncated(a.data - big_a), truncated(b.data - big_b)
+        out = d.data.astype(np.float32, copy=True)
+        for left, right in ((small_a, big_b), (big_a, small_b), (big_a, big_b)):
+            out = np.matmul(left, right, dtype=np.float32) + out
+        return interpreter.TensorHandle(out.astype(d.data.dtype), d.dtype.scalar)
+
+    return create_dot
 
 
 @contextlib.contextmanager

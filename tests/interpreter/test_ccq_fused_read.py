@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from ccq_eval.ops import trust
 from ccq_eval.ops.ccq import BF16_BOUND, FP32_BOUND, CCQState, contract_query, naive_contract_query
+from ccq_eval.ops.ccq import fused_chunk
 from ccq_eval.ops.ccq import state as shared
 from ccq_eval.ops.ccq.chunk import torch_contract_query
 from ccq_eval.ops.ccq.read import contract_read, reference_read
@@ -205,3 +208,28 @@ def test_the_pass_allocates_its_outputs_alone(normalize, monkeypatch):
         contract_read(q, k, ReadGate(fixed=0.5), state, True, 64, cu, "none", normalize, torch.bfloat16)
     outputs = q.numel() * 2 * (2 if normalize else 1) + N * 8 + N * H * D * 4 + N * H * D * D * 4
     assert book.bytes == outputs, (book.bytes, outputs, book.names)
+
+
+@triton.jit
+def _dot_kernel(a, b, out, PRECISION: tl.constexpr):
+    o = tl.arange(0, 16)
+    a_tile = tl.load(a + o[:, None] * 16 + o[None, :])
+    b_tile = tl.load(b + o[:, None] * 16 + o[None, :])
+    tl.store(out + o[:, None] * 16 + o[None, :], tl.dot(a_tile, b_tile, input_precision=PRECISION))
+
+
+def test_the_interpreter_multiplies_three_tf32_products_as_a_gpu():
+    """The pass's dots (``tf32x3``) run under the interpreter as a GPU's tensor cores run them (patches.py, 5): not
+    the exact fp32 product, within 1e-6 of it, where one TF32 product is 1e-3 off."""
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(16, 16, generator=g), torch.randn(16, 16, generator=g)
+    exact = a.double() @ b.double()
+    found = {}
+    for precision in ("ieee", "tf32x3"):
+        found[precision] = torch.empty(16, 16)
+        _dot_kernel[(1,)](a, b, found[precision], PRECISION=precision)
+    one_pass = (a.view(torch.int32) + 0x1000 & -0x2000).view(torch.float32).double() @ \
+        (b.view(torch.int32) + 0x1000 & -0x2000).view(torch.float32).double()
+    assert not torch.equal(found["tf32x3"], found["ieee"])
+    assert rel(found["tf32x3"], exact) < 1e-6 < 1e-4 < rel(one_pass, exact)
+    assert fused_chunk.DOT.value == "tf32x3"

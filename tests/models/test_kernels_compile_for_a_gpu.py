@@ -6,6 +6,9 @@ refuses). The interpreter tier checks what they compute."""
 from __future__ import annotations
 
 import inspect
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import triton
@@ -73,3 +76,29 @@ def test_the_ccq_packed_read_compiles(D, state, final, trace, norm, lam):
                        dict(H=4, D=D, BD=D, BV=fused_chunk.BV, BT=fused_chunk.BT, CENTRE=64, HAS_STATE=state,
                             FINAL=final, TRACE=trace, NORM=norm, LAM=lam), num_warps=fused_chunk.NUM_WARPS)
     assert ".entry _ccq_fused_chunk_kernel" in ptx
+
+
+def stack_bytes(kernel, types: dict[str, str], constants: dict, tmp_path, **options) -> int:
+    """The bytes of local memory (spills) a thread of the kernel compiled for sm_90 keeps, by the cuobjdump that
+    ships with Triton."""
+    names = list(inspect.signature(kernel.fn).parameters)
+    signature = {name: "constexpr" if name in constants else types[name] for name in names}
+    source = ASTSource(fn=kernel, signature=signature,
+                       constexprs={(names.index(name),): value for name, value in constants.items()})
+    cubin = tmp_path / "kernel.cubin"
+    cubin.write_bytes(triton.compile(source, target=HOPPER, options=options).asm["cubin"])
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    usage = subprocess.run([str(tool), "--dump-resource-usage", str(cubin)], capture_output=True, text=True,
+                           check=True).stdout
+    return int(re.search(r"STACK:(\d+)", usage).group(1))
+
+
+@pytest.mark.parametrize("D", [256, 128], ids=["gla", "gated-deltanet"])
+def test_the_ccq_packed_read_keeps_its_tiles_in_registers(D, tmp_path):
+    """The pass's dots on the tensor cores (three TF32 products) leave ptxas room for its tiles: at most 2 KB of
+    spills a thread at the 1.3B heads; its dots in IEEE fp32 (CUDA cores) spill 3-6 KB and squeeze it to 32-128
+    registers."""
+    spilled = stack_bytes(_ccq_fused_chunk_kernel, PACKED_TYPES,
+                          dict(H=4, D=D, BD=D, BV=fused_chunk.BV, BT=fused_chunk.BT, CENTRE=64, HAS_STATE=True,
+                               FINAL=True, TRACE=True, NORM=True, LAM=1), tmp_path, num_warps=fused_chunk.NUM_WARPS)
+    assert spilled <= 2048, spilled

@@ -7,7 +7,8 @@ sequence's first ``chunk_size`` keys) and the carried statistics are all read in
 What each program computes, per chunk of BT tokens (``kc`` the keys shifted by the centre, zero where no token sits):
 ``A = tril(q kc^T)``, ``second_q = q P + A kc[:, block]`` (P symmetric, so ``q P`` is ``P q``), the key sums and
 squared norms by prefix sums, then ``P += kc^T kc[:, block]``: the read ``contracted_read`` computes from them
-(ops/ccq/state.py), with every dot in IEEE float32, never TF32. The sums over the whole key (``A``, ``q . key_sum``,
+(ops/ccq/state.py), every dot at float32 accuracy (three TF32 products on the tensor cores, DOT below), never
+one TF32 pass. The sums over the whole key (``A``, ``q . key_sum``,
 ``|key_sum|^2``) every program of a head computes for itself: BV columns share them at the price of a few dots.
 Chunks start at each sequence's first token, so none crosses a boundary; empty sequences write their carried state.
 
@@ -25,8 +26,13 @@ from ccq_eval.ops.ccq.step import L2NORM_EPS, lam_arguments
 
 # tokens a chunk, output columns a program (D / BV programs a head: 8 at GLA-1.3B's d_k 256, 4 at Gated DeltaNet's
 # 128) and warps: the [BT, D] tiles of q and k and the [D, BV] state fit a program's registers best of the shapes
-# compiled for sm_90 (ptxas: 128 registers and 3.2 KB of spills a thread at D = 256; 4 warps spill 18 KB)
+# compiled for sm_90 (ptxas, Triton 3.6 and 3.9: 255 registers and 1.2-1.8 KB of spills a thread at D = 256, 0.1-0.5
+# KB at 128; 4 warps or 32-token chunks spill twice as much)
 BT, BV, NUM_WARPS = 16, 32, 8
+# the dots' precision: fp32 accuracy from three TF32 products on the tensor cores (a = hi + lo, a b ~ hi hi + hi lo +
+# lo hi; relative error ~1e-6 on fp32 inputs). IEEE fp32 ("ieee") runs on the CUDA cores and, compiled for sm_90,
+# leaves ptxas 32 registers and 3-13 KB of spills a thread; one TF32 pass ("tf32") errs by 1e-3, above FP32_BOUND.
+DOT: tl.constexpr = tl.constexpr("tf32x3")
 
 
 @triton.jit
@@ -53,11 +59,12 @@ def _row_scale(x, norm_eps):
 
 @triton.jit
 def _first_keys_mean(k, bos, length, o_t, i_h, o_d, m_d, o_v, m_v, norm_eps, H: tl.constexpr, D: tl.constexpr,
-                     BT: tl.constexpr, CENTRE: tl.constexpr, NORM: tl.constexpr, dtype: tl.constexpr):
+                     BD: tl.constexpr, BV: tl.constexpr, BT: tl.constexpr, CENTRE: tl.constexpr, NORM: tl.constexpr,
+                     dtype: tl.constexpr):
     """The mean of the sequence's first CENTRE keys (normalised first), over the whole key and this program's
     columns (0 for an empty sequence)."""
-    total = tl.zeros([o_d.shape[0]], dtype=tl.float32)
-    total_v = tl.zeros([o_v.shape[0]], dtype=tl.float32)
+    total = tl.zeros([BD], dtype=tl.float32)
+    total_v = tl.zeros([BV], dtype=tl.float32)
     for start in range(0, CENTRE, BT):
         left = tl.minimum(length, CENTRE) - start
         b_k = _rows(k, bos + start, o_t, left, i_h, H, D, o_d, m_d)
@@ -105,14 +112,15 @@ def _chunk_rows(q, k, k_out, first, left, o_t, i_h, o_d, m_d, o_v, m_v, norm_eps
 
 
 @triton.jit
-def _chunk_lam(lam, w, w_b, fixed_lam, b_q, first, left, o_t, i_h, H: tl.constexpr, LAM: tl.constexpr):
+def _chunk_lam(lam, w, w_b, fixed_lam, b_q, first, left, o_t, i_h, H: tl.constexpr, BT: tl.constexpr,
+               LAM: tl.constexpr):
     """lam a token of the chunk: the gate's (LAM 1), the tensor's (0), or the fixed value (2)."""
     if LAM == 1:
         return tl.sigmoid(tl.sum(b_q * w[None, :], axis=1) + w_b)
     elif LAM == 0:
         return tl.load(lam + (first + o_t).to(tl.int64) * H + i_h, mask=o_t < left, other=0).to(tl.float32)
     else:
-        return tl.zeros([o_t.shape[0]], dtype=tl.float32) + fixed_lam
+        return tl.zeros([BT], dtype=tl.float32) + fixed_lam
 
 
 @triton.jit
@@ -128,8 +136,8 @@ def _ccq_fused_chunk_kernel(q, k, lam, gate_w, gate_b, fixed_lam, cu_seqlens, co
     o_t, o_d, o_v = tl.arange(0, BT), tl.arange(0, BD), i_v * BV + tl.arange(0, BV)
     m_d, m_v, m_dv = o_d < D, o_v < D, (o_d < D)[:, None] & (o_v < D)[None, :]
     dtype = q_out.dtype.element_ty
-    centre, centre_v = _first_keys_mean(k, bos, length, o_t, i_h, o_d, m_d, o_v, m_v, norm_eps, H, D, BT, CENTRE,
-                                        NORM, dtype)
+    centre, centre_v = _first_keys_mean(k, bos, length, o_t, i_h, o_d, m_d, o_v, m_v, norm_eps, H, D, BD, BV, BT,
+                                        CENTRE, NORM, dtype)
     n0_int, centre, centre_v, b_P, sq_carry = _carried(count, mean, cov, i_n, i_nh, o_d, m_d, o_v, m_v, m_dv, centre,
                                                        centre_v, D, BD, BV, HAS_STATE)
     n0 = n0_int.to(tl.float32)
@@ -141,16 +149,16 @@ def _ccq_fused_chunk_kernel(q, k, lam, gate_w, gate_b, fixed_lam, cu_seqlens, co
         m_t = o_t < left
         b_q, b_k, b_qv, b_kv = _chunk_rows(q, k, k_out, first, left, o_t, i_h, o_d, m_d, o_v, m_v, norm_eps, H, D,
                                            NORM, dtype)
-        b_lam = _chunk_lam(lam, w, w_b, fixed_lam, b_q, first, left, o_t, i_h, H, LAM)
+        b_lam = _chunk_lam(lam, w, w_b, fixed_lam, b_q, first, left, o_t, i_h, H, BT, LAM)
         kc = tl.where(m_t[:, None] & m_d[None, :], b_k - centre[None, :], 0.0)
         kc_v = tl.where(m_t[:, None] & m_v[None, :], b_kv - centre_v[None, :], 0.0)
         sums = tl.cumsum(kc, axis=0) + key_sum[None, :]  # [BT, BD]
         sums_v = tl.cumsum(kc_v, axis=0) + key_sum_v[None, :]
         sq = tl.sum(kc * kc, axis=1)
         norms = (sq_carry + tl.cumsum(sq, axis=0).to(tl.float64)).to(tl.float32)
-        b_A = tl.where(o_t[:, None] >= o_t[None, :], tl.dot(b_q, tl.trans(kc), input_precision="ieee"), 0.0)
-        second = tl.dot(b_q, b_P, input_precision="ieee") + tl.dot(b_A, kc_v, input_precision="ieee")
-        b_P += tl.dot(tl.trans(kc), kc_v, input_precision="ieee")
+        b_A = tl.where(o_t[:, None] >= o_t[None, :], tl.dot(b_q, tl.trans(kc), input_precision=DOT), 0.0)
+        second = tl.dot(b_q, b_P, input_precision=DOT) + tl.dot(b_A, kc_v, input_precision=DOT)
+        b_P += tl.dot(tl.trans(kc), kc_v, input_precision=DOT)
         key_sum, key_sum_v = key_sum + tl.sum(kc, axis=0), key_sum_v + tl.sum(kc_v, axis=0)
         sq_carry += tl.sum(sq).to(tl.float64)
         # contracted_read (ops/ccq/state.py): q - lam (second - sums (sums . q) / n) / n, over tr Sigma + eps
