@@ -300,17 +300,12 @@ def fused_read_priced(book: OpLedger):
     from ccq_eval.ops.ccq.fused_chunk import DOT, fused_read_flops
     from ccq_eval.ops.ccq.read import reference_read
 
-    def composed(q, k, lam, state, output_final_state, chunk_size=64, cu_seqlens=None, sigma_scale="none",
-                 normalize=False, read_dtype=None):
-        return reference_read(q, k, lam, state, output_final_state, chunk_size, cu_seqlens, sigma_scale, normalize,
-                              read_dtype or q.dtype)
-
     def flops(q, *args, **kwargs):
         B, T, H, D = q.shape
         return fused_read_flops(B * T, H, D) * (3 if DOT.value == "tf32x3" else 1)
 
     rate = {"tf32x3": "3xTF32 dots", "tf32": "TF32 dots", "ieee": "IEEE fp32 dots"}[DOT.value]
-    return book.inside(f"ccq-eval Triton kernel (CCQ packed read, {rate})", composed, flops)
+    return book.inside(f"ccq-eval Triton kernel (CCQ packed read, {rate})", reference_read, flops)
 
 
 def step_ledger(layer, family: str, batch: int, hidden: int, device: str, dtype: torch.dtype,

@@ -7,9 +7,9 @@ sequence's first ``chunk_size`` keys) and the carried statistics are all read in
 What each program computes, per chunk of BT tokens (``kc`` the keys shifted by the centre, zero where no token sits):
 ``A = tril(q kc^T)``, ``second_q = q P + A kc[:, block]`` (P symmetric, so ``q P`` is ``P q``), the key sums and
 squared norms by prefix sums, then ``P += kc^T kc[:, block]``: the read ``contracted_read`` computes from them
-(ops/ccq/state.py), every dot at float32 accuracy (three TF32 products on the tensor cores, DOT below), never
-one TF32 pass. The sums over the whole key (``A``, ``q . key_sum``,
-``|key_sum|^2``) every program of a head computes for itself: BV columns share them at the price of a few dots.
+(ops/ccq/state.py), every dot at float32 accuracy (three TF32 products on the tensor cores, DOT below), never one
+TF32 pass. The sums over the whole key (``A``, ``q . key_sum``, ``|key_sum|^2``) every program of a head computes
+for itself: BV columns share them at the price of a few dots.
 Chunks start at each sequence's first token, so none crosses a boundary; empty sequences write their carried state.
 
 packed.py's composition (torch ops over chunk slots) is this pass's reference; a process takes this pass only once it

@@ -11,7 +11,7 @@ from ccq_eval.ops import trust
 from ccq_eval.ops.ccq.chunk import torch_contract_query
 from ccq_eval.ops.ccq import fused_chunk
 from ccq_eval.ops.ccq.state import TRACE_EPS, CCQState, ReadGate, check_sigma_scale
-from ccq_eval.ops.ccq.step import lam_arguments, normalized
+from ccq_eval.ops.ccq.step import lam_source, normalized
 from ccq_eval.ops.in_place import runs_triton
 
 
@@ -84,11 +84,11 @@ def contract_read(q: torch.Tensor, k: torch.Tensor, lam: torch.Tensor | ReadGate
                           read_dtype)
 
 
-def reference_read(q, k, lam, state, output_final_state, chunk_size, cu_seqlens, sigma_scale, normalize,
-                   read_dtype) -> tuple[torch.Tensor, torch.Tensor, CCQState | None]:
+def reference_read(q, k, lam, state, output_final_state, chunk_size=64, cu_seqlens=None, sigma_scale="none",
+                   normalize=False, read_dtype=None) -> tuple[torch.Tensor, torch.Tensor, CCQState | None]:
     """contract_read in torch ops: the norms, the gate, then the chunked or packed composition."""
     if normalize:
-        q, k = normalized(q, k, read_dtype)
+        q, k = normalized(q, k, read_dtype or q.dtype)
     lam = lam if isinstance(lam, torch.Tensor) else lam.lam(q)
     q_clean, new = torch_contract_query(q, k, lam, state, output_final_state, chunk_size, cu_seqlens, sigma_scale)
     return q_clean, k, new
@@ -99,7 +99,7 @@ def _fused(q, k, lam, state, output_final_state, chunk_size, cu_seqlens, sigma_s
     for), once it has agreed with its reference in float64 on this device (ops/trust.py)."""
     if not (runs_triton(q) and fused_chunk.takes_fused_read(q, state)):
         return False
-    options = {"sigma_scale": sigma_scale, "lam": ("given", "gate", "fixed")[lam_arguments(lam, q)[0]],
+    options = {"sigma_scale": sigma_scale, "lam": lam_source(lam),
                "normalize": normalize, "read_dtype": str(read_dtype).removeprefix("torch."),
                "carried": state is not None, "final": output_final_state, "chunk_size": chunk_size}
     return trust.trusted("CCQ packed read", q, True, {"H": q.shape[2], "D": q.shape[3]}, options,

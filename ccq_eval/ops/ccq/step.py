@@ -93,6 +93,13 @@ def takes_fused_step(q: torch.Tensor, state) -> bool:
             and state.mean.is_contiguous())
 
 
+def lam_source(lam: torch.Tensor | ReadGate) -> str:
+    """Where a read's lam comes from, as a verdict's options name it: "given", "gate" or "fixed"."""
+    if isinstance(lam, torch.Tensor):
+        return "given"
+    return "fixed" if lam.weight is None else "gate"
+
+
 def lam_arguments(lam: torch.Tensor | ReadGate, q: torch.Tensor) -> tuple:
     """(mode, lam tensor, gate weight, gate bias, fixed value) as the kernel takes them (unused ones a placeholder)."""
     if isinstance(lam, torch.Tensor):
@@ -208,8 +215,7 @@ def _fused_step(q, k, lam, state: CCQState | None, sigma_scale: str, normalize: 
     (models/trust.py); the torch form elsewhere and with gradients."""
     if not (runs_triton(q) and takes_fused_step(q, state)):
         return False
-    mode = lam_arguments(lam, q)[0]
-    options = {"sigma_scale": sigma_scale, "lam": ("given", "gate", "fixed")[mode], "normalize": normalize,
+    options = {"sigma_scale": sigma_scale, "lam": lam_source(lam), "normalize": normalize,
                "read_dtype": str(read_dtype).removeprefix("torch.")}
     return trust.trusted("CCQ step", q, True, {"H": q.shape[2], "D": q.shape[3]}, options,
                          lambda: _fused_step_trial(q, k, lam, state, sigma_scale, normalize, read_dtype))
