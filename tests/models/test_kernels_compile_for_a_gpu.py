@@ -24,12 +24,17 @@ from ccq_eval.ops.ccq.step import _ccq_step_kernel
 HOPPER = GPUTarget("cuda", 90, 32)
 
 
-def compiled_ptx(kernel, types: dict[str, str], constants: dict, **options) -> str:
+def compiled(kernel, types: dict[str, str], constants: dict, **options):
+    """The kernel compiled for sm_90 with these argument types and constants."""
     names = list(inspect.signature(kernel.fn).parameters)
     signature = {name: "constexpr" if name in constants else types[name] for name in names}
     source = ASTSource(fn=kernel, signature=signature,
                        constexprs={(names.index(name),): value for name, value in constants.items()})
-    return triton.compile(source, target=HOPPER, options=options).asm["ptx"]
+    return triton.compile(source, target=HOPPER, options=options)
+
+
+def compiled_ptx(kernel, types: dict[str, str], constants: dict, **options) -> str:
+    return compiled(kernel, types, constants, **options).asm["ptx"]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
@@ -81,12 +86,8 @@ def test_the_ccq_packed_read_compiles(D, state, final, trace, norm, lam):
 def stack_bytes(kernel, types: dict[str, str], constants: dict, tmp_path, **options) -> int:
     """The bytes of local memory (spills) a thread of the kernel compiled for sm_90 keeps, by the cuobjdump that
     ships with Triton."""
-    names = list(inspect.signature(kernel.fn).parameters)
-    signature = {name: "constexpr" if name in constants else types[name] for name in names}
-    source = ASTSource(fn=kernel, signature=signature,
-                       constexprs={(names.index(name),): value for name, value in constants.items()})
     cubin = tmp_path / "kernel.cubin"
-    cubin.write_bytes(triton.compile(source, target=HOPPER, options=options).asm["cubin"])
+    cubin.write_bytes(compiled(kernel, types, constants, **options).asm["cubin"])
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     usage = subprocess.run([str(tool), "--dump-resource-usage", str(cubin)], capture_output=True, text=True,
                            check=True).stdout
